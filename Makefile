@@ -1,0 +1,51 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Everything else is a helper.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test lint typecheck imports unit demo crds bench bench-full kubectl clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# The real kubectl drives the end-to-end tests; install Debian's client where the machine has none.
+kubectl:
+	@command -v kubectl >/dev/null 2>&1 || { \
+	  echo "kubectl missing: installing kubernetes-client"; \
+	  (apt-get update -qq && apt-get install -y -qq kubernetes-client) >/dev/null; }
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+unit: $(STAMP) kubectl
+	$(BIN)/pytest -q
+
+test: lint typecheck imports unit
+
+crds: $(STAMP)
+	$(BIN)/python -m grove_api.crdgen crds
+
+demo: $(STAMP) kubectl
+	$(BIN)/python -m grove_sim.demo
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks quick
+
+bench-full: $(STAMP)
+	$(BIN)/python -m benchmarks full
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""grove_operator."""

@@ -1,0 +1,1 @@
+"""grove_sched."""
