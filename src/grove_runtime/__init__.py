@@ -1,1 +1,63 @@
-"""grove_runtime."""
+"""grove_runtime: generic controller machinery shared by grove-operator and grove-scheduler.
+
+Map (controller-runtime names, one noun per module): ``keys`` (ObjectKey, Result, TerminalError), ``errors``,
+``resources`` (ResourceType), ``client`` (Client Protocol, KubeClient), ``store``, ``informer``, ``cache``,
+``workqueue``, ``handlers``, ``predicates``, ``controller``, ``expectations``, ``events``, ``leaderelection``,
+``manager``, ``health``, ``metrics``, ``logging``, ``clock``. It imports nothing else of ours.
+"""
+
+from __future__ import annotations
+
+from grove_runtime.cache import Cache
+from grove_runtime.client import Client, KubeClient, PatchType, RetryPolicy
+from grove_runtime.clock import Clock, FakeClock, LoopClock
+from grove_runtime.controller import Controller, Reconciler
+from grove_runtime.events import EventRecorder
+from grove_runtime.expectations import Expectations, ExpectationsObserver
+from grove_runtime.handlers import EventHandler, enqueue_mapped, enqueue_owner, enqueue_self
+from grove_runtime.informer import Informer, ResourceEventHandler
+from grove_runtime.keys import ObjectKey, Result, TerminalError
+from grove_runtime.leaderelection import LeaderElector, LeadershipLost
+from grove_runtime.manager import Manager, Runnable
+from grove_runtime.metrics import ControllerMetrics
+from grove_runtime.resources import ResourceType
+from grove_runtime.store import Store, index_by_field, index_by_label, index_by_owner_uid
+from grove_runtime.workqueue import QueueShutDown, RateLimiter, WorkQueue
+
+__all__ = [
+    "Cache",
+    "Client",
+    "Clock",
+    "Controller",
+    "ControllerMetrics",
+    "EventHandler",
+    "EventRecorder",
+    "Expectations",
+    "ExpectationsObserver",
+    "FakeClock",
+    "Informer",
+    "KubeClient",
+    "LeaderElector",
+    "LeadershipLost",
+    "LoopClock",
+    "Manager",
+    "ObjectKey",
+    "PatchType",
+    "QueueShutDown",
+    "RateLimiter",
+    "Reconciler",
+    "ResourceEventHandler",
+    "ResourceType",
+    "Result",
+    "RetryPolicy",
+    "Runnable",
+    "Store",
+    "TerminalError",
+    "WorkQueue",
+    "enqueue_mapped",
+    "enqueue_owner",
+    "enqueue_self",
+    "index_by_field",
+    "index_by_label",
+    "index_by_owner_uid",
+]

@@ -1,0 +1,159 @@
+"""A controller: watches feed one work queue, N workers call ``reconcile(key)`` and translate its outcome.
+
+This is the only place where reconcile outcomes become queue operations (controller-runtime's
+``reconcileHandler``):
+
+* ``Result()``                      -> ``forget`` (success)
+* ``Result(requeue_after=s)``       -> ``forget`` + ``add_after(s)``
+* raises :class:`TerminalError`     -> ``forget``, logged and counted, no retry
+* raises anything else              -> ``add_rate_limited`` (per-key exponential backoff)
+
+The work queue guarantees one key is never reconciled concurrently and that bursts of events collapse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import structlog
+
+from grove_runtime.clock import Clock, LoopClock
+from grove_runtime.handlers import EventHandler, enqueue_self
+from grove_runtime.informer import Informer
+from grove_runtime.keys import ObjectKey, Result, TerminalError
+from grove_runtime.logging import reconcile_context
+from grove_runtime.metrics import ControllerMetrics
+from grove_runtime.predicates import Predicate
+from grove_runtime.workqueue import QueueShutDown, RateLimiter, WorkQueue
+
+Obj = dict[str, Any]
+log = structlog.get_logger("grove_runtime.controller")
+
+
+class Reconciler(Protocol):
+    """The one-method contract: read fresh state for ``key`` and drive the world towards it."""
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        """Reconcile one object; raise to retry with backoff, raise ``TerminalError`` to give up."""
+        ...
+
+
+class _Watch:
+    """Adapter from informer callbacks to keys on the controller's queue, filtered by predicates."""
+
+    def __init__(self, queue: WorkQueue[ObjectKey], handler: EventHandler, predicates: tuple[Predicate, ...]) -> None:
+        self._queue = queue
+        self._handler = handler
+        self._predicates = predicates
+
+    def _enqueue(self, keys: Iterable[ObjectKey]) -> None:
+        for key in keys:
+            self._queue.add(key)
+
+    def on_add(self, obj: Obj) -> None:
+        if all(p.create(obj) for p in self._predicates):
+            self._enqueue(self._handler.keys(obj))
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if all(p.update(old, new) for p in self._predicates):
+            self._enqueue({*self._handler.keys(old), *self._handler.keys(new)})
+
+    def on_delete(self, obj: Obj) -> None:
+        if all(p.delete(obj) for p in self._predicates):
+            self._enqueue(self._handler.keys(obj))
+
+
+class Controller:
+    """Owns a work queue and ``workers`` tasks calling one :class:`Reconciler`."""
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        workers: int = 1,
+        clock: Clock | None = None,
+        metrics: ControllerMetrics | None = None,
+        rate_limiter: RateLimiter[ObjectKey] | None = None,
+    ) -> None:
+        self.name = name
+        self.reconciler = reconciler
+        self.workers = workers
+        self._clock = clock or LoopClock()
+        self._metrics = metrics
+        self.queue: WorkQueue[ObjectKey] = WorkQueue(
+            name, rate_limiter=rate_limiter or RateLimiter(clock=self._clock), clock=self._clock, metrics=metrics
+        )
+        self.in_flight = 0
+
+    def watch(self, informer: Informer, handler: EventHandler | None = None, *predicates: Predicate) -> None:
+        """Enqueue the keys ``handler`` (default: the object's own key) maps each passing event to."""
+        informer.add_handler(_Watch(self.queue, handler or enqueue_self(), predicates))
+
+    def enqueue(self, key: ObjectKey) -> None:
+        """Add a key directly (e.g. from a periodic trigger)."""
+        self.queue.add(key)
+
+    async def run(self) -> None:
+        """Run the workers until cancelled; then shut the queue down and wait for in-flight reconciles to stop."""
+        tasks = [
+            asyncio.get_running_loop().create_task(self._worker(), name=f"{self.name}-worker-{i}")
+            for i in range(self.workers)
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await self.queue.shut_down()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, QueueShutDown):
+                    await task
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self.process(key)
+            finally:
+                self.queue.done(key)
+
+    async def process(self, key: ObjectKey) -> str:
+        """Reconcile one key and apply the outcome to the queue; returns the result label."""
+        start = self._clock.monotonic()
+        outcome = "error"
+        self.in_flight += 1
+        with reconcile_context(self.name, str(key)):
+            try:
+                result = await self.reconciler.reconcile(key)
+            except asyncio.CancelledError:
+                outcome = "cancelled"
+                raise
+            except TerminalError as exc:
+                outcome = "terminal"
+                self.queue.forget(key)
+                log.error("reconcile failed terminally", error=str(exc))
+            except Exception as exc:
+                outcome = "error"
+                self.queue.add_rate_limited(key)
+                log.warning(
+                    "reconcile failed, will retry", error=repr(exc), retries=self.queue.num_requeues(key), exc_info=True
+                )
+            else:
+                self.queue.forget(key)
+                if result.requeue_after is not None and result.requeue_after > 0:
+                    outcome = "requeue_after"
+                    self.queue.add_after(key, result.requeue_after)
+                else:
+                    outcome = "success"
+            finally:
+                self.in_flight -= 1
+                if self._metrics is not None and outcome != "cancelled":
+                    self._metrics.observe_reconcile(self.name, outcome, self._clock.monotonic() - start)
+        return outcome

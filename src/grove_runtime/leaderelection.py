@@ -1,0 +1,168 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, so only one replica runs the controllers.
+
+Protocol (client-go's ``LeaderElector`` with a LeaseLock):
+
+* **acquire**: create the Lease if absent; otherwise take it over when it is free (empty holder) or expired.
+  Expiry is judged on *this* process's monotonic clock from the moment it last saw the lease record change
+  (holder or renewTime), never by comparing wall clocks across machines. Writes are PUTs carrying the observed
+  resourceVersion: a 409 means another candidate won the race.
+* **renew** every ``retry_period`` while leading; if no renewal has succeeded for ``renew_deadline``, leadership is
+  lost (:meth:`LeaderElector.hold` returns and the manager exits the process).
+* **release** on clean shutdown: empty ``holderIdentity`` so a successor need not wait for expiry.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import structlog
+
+from grove_runtime import errors
+from grove_runtime.client import Client
+from grove_runtime.clock import Clock, LoopClock
+from grove_runtime.resources import LEASES
+
+Obj = dict[str, Any]
+log = structlog.get_logger("grove_runtime.leaderelection")
+
+
+class LeadershipLost(Exception):
+    """Raised by the manager when the lease could not be renewed in time."""
+
+
+def _micro_time(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    """Acquire, hold and release one Lease as ``identity``."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        clock: Clock | None = None,
+    ) -> None:
+        if not lease_duration > renew_deadline > retry_period > 0:
+            raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self._clock = clock or LoopClock()
+        self._observed_record: tuple[str, str] | None = None
+        self._observed_at = 0.0
+        self._last_renew = 0.0
+        self.is_leader = False
+
+    def _spec(self, lease: Obj | None, *, acquire: bool) -> Obj:
+        now = _micro_time(self._clock.now())
+        old = (lease or {}).get("spec") or {}
+        transitions = int(old.get("leaseTransitions") or 0)
+        spec: Obj = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": max(1, round(self.lease_duration)),
+            "acquireTime": old.get("acquireTime") or now,
+            "renewTime": now,
+            "leaseTransitions": transitions,
+        }
+        if acquire:
+            spec["acquireTime"] = now
+            if old.get("holderIdentity") and old.get("holderIdentity") != self.identity:
+                spec["leaseTransitions"] = transitions + 1
+        return spec
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One attempt; True if this process holds the lease afterwards."""
+        now = self._clock.monotonic()
+        try:
+            lease = await self.client.get(LEASES, self.name, self.namespace)
+        except errors.NotFound:
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": self._spec(None, acquire=True),
+            }
+            try:
+                await self.client.create(LEASES, body, self.namespace)
+            except errors.Conflict:
+                return False
+            return self._won(now)
+        except errors.ApiError as exc:
+            log.warning("lease read failed", error=repr(exc))
+            return False
+        spec = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""))
+        if record != self._observed_record:
+            self._observed_record = record
+            self._observed_at = now
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        held_by_other = bool(holder) and holder != self.identity
+        if held_by_other and self._observed_at + duration > now:
+            self.is_leader = False
+            return False
+        updated = dict(lease)
+        updated["spec"] = self._spec(lease, acquire=holder != self.identity)
+        try:
+            await self.client.update(LEASES, updated)
+        except errors.Conflict:
+            return False
+        except errors.ApiError as exc:
+            log.warning("lease write failed", error=repr(exc))
+            return False
+        return self._won(now)
+
+    def _won(self, now: float) -> bool:
+        if not self.is_leader:
+            log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+        self.is_leader = True
+        self._last_renew = now
+        return True
+
+    async def acquire(self) -> None:
+        """Block until this process holds the lease."""
+        while not await self.try_acquire_or_renew():
+            await self._clock.sleep(self.retry_period)
+
+    async def hold(self) -> None:
+        """Renew every ``retry_period``; return when no renewal succeeded for ``renew_deadline`` (leadership lost)."""
+        while True:
+            await self._clock.sleep(self.retry_period)
+            if await self.try_acquire_or_renew():
+                continue
+            if self._clock.monotonic() - self._last_renew >= self.renew_deadline:
+                self.is_leader = False
+                log.error("leadership lost", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+                return
+
+    async def release(self) -> bool:
+        """Give the lease up if we hold it (empty holder); True if released."""
+        if not self.is_leader:
+            return False
+        self.is_leader = False
+        try:
+            lease = await self.client.get(LEASES, self.name, self.namespace)
+            spec = dict(lease.get("spec") or {})
+            if spec.get("holderIdentity") != self.identity:
+                return False
+            spec["holderIdentity"] = ""
+            spec["leaseDurationSeconds"] = 1
+            spec["renewTime"] = _micro_time(self._clock.now())
+            await self.client.update(LEASES, {**lease, "spec": spec})
+        except errors.ApiError as exc:
+            log.warning("lease release failed", error=repr(exc))
+            return False
+        log.info("released leadership", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+        return True

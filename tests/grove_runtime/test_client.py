@@ -1,0 +1,180 @@
+"""KubeClient against the in-process MiniApi: verbs, content types, errors, retries and raw watch streams."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from grove_runtime import errors
+from grove_runtime.client import KubeClient, PatchType
+from grove_runtime.resources import PODS, ResourceType
+
+from .conftest import Fault, MiniApi
+
+PCS = ResourceType("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
+
+
+def pod(name: str, ns: str = "default", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": dict(spec)}
+
+
+async def test_create_get_list_delete_roundtrip(mini_client: KubeClient) -> None:
+    """Objects come back as plain dicts through create, get, list and delete."""
+    created = await mini_client.create(PODS, pod("a"))
+    assert created["metadata"]["resourceVersion"]
+    got = await mini_client.get(PODS, "a", "default")
+    assert got["metadata"]["uid"] == created["metadata"]["uid"]
+    listed = await mini_client.list(PODS, "default")
+    assert [o["metadata"]["name"] for o in listed["items"]] == ["a"]
+    assert listed["metadata"]["resourceVersion"]
+    await mini_client.delete(PODS, "a", "default")
+    with pytest.raises(errors.NotFound):
+        await mini_client.get(PODS, "a", "default")
+
+
+async def test_create_existing_raises_already_exists(mini_client: KubeClient) -> None:
+    """A second create of the same name raises AlreadyExists, which is a Conflict."""
+    await mini_client.create(PODS, pod("a"))
+    with pytest.raises(errors.AlreadyExists) as info:
+        await mini_client.create(PODS, pod("a"))
+    assert isinstance(info.value, errors.Conflict)
+    assert info.value.status == 409
+
+
+async def test_update_with_stale_resource_version_conflicts(mini_client: KubeClient) -> None:
+    """PUT carries the resourceVersion, so a stale copy raises Conflict."""
+    first = await mini_client.create(PODS, pod("a"))
+    await mini_client.update(PODS, first)
+    with pytest.raises(errors.Conflict):
+        await mini_client.update(PODS, first)
+
+
+async def test_patch_defaults_to_merge_patch_content_type(mini_client: KubeClient, mini_api: MiniApi) -> None:
+    """Dict patches are sent as merge patch (never json-patch) unless another type is asked for."""
+    await mini_client.create(PCS, {"metadata": {"name": "p", "namespace": "default"}, "spec": {"replicas": 1}})
+    out = await mini_client.patch(PCS, "p", {"spec": {"replicas": 3}}, "default")
+    assert out["spec"]["replicas"] == 3
+    assert mini_api.requests[-1] == (
+        "PATCH",
+        "/apis/grove.io/v1alpha1/namespaces/default/podcliquesets/p",
+        PatchType.MERGE.value,
+    )
+    await mini_client.create(PODS, pod("p"))
+    await mini_client.patch(PODS, "p", {"metadata": {"labels": {"a": "b"}}}, "default", patch_type=PatchType.STRATEGIC)
+    assert mini_api.requests[-1][2] == PatchType.STRATEGIC.value
+
+
+async def test_status_writes_go_through_status_subresource(mini_client: KubeClient, mini_api: MiniApi) -> None:
+    """patch_status targets /status and changes only the status."""
+    await mini_client.create(PCS, {"metadata": {"name": "p", "namespace": "default"}, "spec": {"replicas": 1}})
+    out = await mini_client.patch_status(PCS, "p", {"status": {"replicas": 1}}, "default")
+    assert out["status"] == {"replicas": 1}
+    assert mini_api.requests[-1][1].endswith("/podcliquesets/p/status")
+
+
+async def test_retries_429_honouring_retry_after(mini_client: KubeClient, mini_api: MiniApi) -> None:
+    """429 and 503 answers are retried until the request succeeds."""
+    await mini_client.create(PODS, pod("a"))
+    mini_api.faults.append(Fault(429, "GET", {"Retry-After": "0"}, times=2))
+    mini_api.faults.append(Fault(503, "GET"))
+    got = await mini_client.get(PODS, "a", "default")
+    assert got["metadata"]["name"] == "a"
+    assert sum(1 for m, p, _ in mini_api.requests if m == "GET" and p.endswith("/pods/a")) == 4
+
+
+async def test_retries_give_up_after_attempts(mini_client: KubeClient, mini_api: MiniApi) -> None:
+    """A persistent 500 surfaces as ServerError after the configured attempts."""
+    mini_api.faults.append(Fault(500, "GET", times=100))
+    with pytest.raises(errors.ServerError):
+        await mini_client.get(PODS, "a", "default")
+    assert len(mini_api.requests) == 4
+
+
+async def test_client_errors_are_not_retried(mini_client: KubeClient, mini_api: MiniApi) -> None:
+    """A 422 is raised at once as Invalid."""
+    mini_api.faults.append(Fault(422, "POST", times=5))
+    with pytest.raises(errors.Invalid):
+        await mini_client.create(PODS, pod("a"))
+    assert len(mini_api.requests) == 1
+
+
+async def test_connection_loss_maps_to_connection_lost() -> None:
+    """A refused connection is retried and then raised as ConnectionLost."""
+    from .conftest import kube_client_for
+
+    client = kube_client_for("http://127.0.0.1:9")
+    try:
+        with pytest.raises(errors.ConnectionLost):
+            await client.get(PODS, "a", "default")
+    finally:
+        await client.close()
+
+
+async def test_bind_sets_node_and_double_bind_conflicts(mini_client: KubeClient, mini_api: MiniApi) -> None:
+    """bind posts pods/{name}/binding; binding an already bound pod raises Conflict."""
+    await mini_client.create(PODS, pod("a"))
+    await mini_client.bind("default", "a", "node-1")
+    assert (await mini_client.get(PODS, "a", "default"))["spec"]["nodeName"] == "node-1"
+    assert mini_api.requests[-2][1] == "/api/v1/namespaces/default/pods/a/binding"
+    with pytest.raises(errors.Conflict):
+        await mini_client.bind("default", "a", "node-2")
+
+
+async def test_watch_streams_raw_events_and_raises_gone(mini_client: KubeClient, mini_api: MiniApi) -> None:
+    """watch yields raw dict events from a resourceVersion, and an expired one raises Gone."""
+    mini_api.put("api/v1/pods", pod("a"))
+    start = str(mini_api.rv)
+    mini_api.put("api/v1/pods", pod("b"))
+    async with mini_client.watch(PODS, resource_version=start) as events:
+        event = await anext(events)
+    assert event["type"] == "ADDED"
+    assert event["object"]["metadata"]["name"] == "b"
+    mini_api.compact()
+    with pytest.raises(errors.Gone):
+        async with mini_client.watch(PODS, resource_version=start) as events:
+            await anext(events)
+
+
+async def test_scale_apply_json_patch_and_delete_options(mini_client: KubeClient, mini_api: MiniApi) -> None:
+    """Request shapes: scale hits /scale, apply sends apply-patch+yaml, JSON patch keeps its type."""
+    await mini_client.create(PCS, {"metadata": {"name": "p", "namespace": "default"}, "spec": {"replicas": 1}})
+    mini_api.faults.append(Fault(200, "PATCH", times=3))
+    await mini_client.scale(PCS, "p", "default", 4)
+    assert mini_api.requests[-1][:2] == ("PATCH", "/apis/grove.io/v1alpha1/namespaces/default/podcliquesets/p/scale")
+    await mini_client.apply(PCS, {"metadata": {"name": "p", "namespace": "default"}}, field_manager="grove")
+    assert mini_api.requests[-1][2] == PatchType.APPLY.value
+    await mini_client.patch(
+        PCS, "p", [{"op": "replace", "path": "/spec/replicas", "value": 2}], "default", patch_type=PatchType.JSON
+    )
+    assert mini_api.requests[-1][2] == PatchType.JSON.value
+    await mini_client.delete(PCS, "p", "default", propagation_policy="Foreground", preconditions={"uid": "x"})
+    assert mini_api.requests[-1][0] == "DELETE"
+    assert ("apis/grove.io/v1alpha1/podcliquesets", "default", "p") not in mini_api.objects
+
+
+async def test_retry_after_header_sets_the_wait(mini_api: MiniApi) -> None:
+    """A 429 with Retry-After: 7 makes the client sleep exactly 7 s (on its injected clock) before retrying."""
+    from grove_runtime.clock import FakeClock
+
+    from .conftest import kube_client_for
+    from .helpers import eventually
+
+    assert mini_api.server is not None
+    clock = FakeClock()
+    client = kube_client_for(str(mini_api.server.make_url("")).rstrip("/"), clock=clock)
+    try:
+        mini_api.put("api/v1/pods", pod("a"))
+        mini_api.faults.append(Fault(429, "GET", {"Retry-After": "7"}))
+        task = asyncio.ensure_future(client.get(PODS, "a", "default"))
+        try:
+            await eventually(lambda: clock.sleepers == 1)
+            assert clock.pending_delays() == [7.0]
+            clock.advance(7)
+            assert (await task)["metadata"]["name"] == "a"
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    finally:
+        await client.close()

@@ -1,0 +1,65 @@
+"""EventRecorder: Event shape, count aggregation for repeats, best-effort failure handling."""
+
+from __future__ import annotations
+
+from grove_runtime.client import KubeClient
+from grove_runtime.clock import FakeClock
+from grove_runtime.events import EventRecorder, involved_object
+
+from .conftest import Fault, MiniApi
+
+EVENTS = "api/v1/events"
+PCS = {
+    "apiVersion": "grove.io/v1alpha1",
+    "kind": "PodCliqueSet",
+    "metadata": {"name": "demo", "namespace": "ns", "uid": "u-1", "resourceVersion": "7"},
+}
+
+
+def events(api: MiniApi) -> list[dict[str, object]]:
+    return [o for (c, _, _), o in api.objects.items() if c == EVENTS]
+
+
+async def test_event_shape(mini_api: MiniApi, mini_client: KubeClient) -> None:
+    """An Event carries involvedObject, type, reason, message, count and reporting component."""
+    recorder = EventRecorder(mini_client, "grove-operator", instance="pod-0", clock=FakeClock())
+    await recorder.normal(PCS, "Synced", "all components synced")
+    [event] = events(mini_api)
+    assert event["involvedObject"] == involved_object(PCS)
+    assert event["involvedObject"]["uid"] == "u-1"  # type: ignore[index]
+    assert (event["type"], event["reason"], event["message"], event["count"]) == (
+        "Normal",
+        "Synced",
+        "all components synced",
+        1,
+    )
+    assert event["reportingComponent"] == "grove-operator"
+    assert event["source"] == {"component": "grove-operator", "host": "pod-0"}
+
+
+async def test_repeats_aggregate_into_one_event(mini_api: MiniApi, mini_client: KubeClient) -> None:
+    """The same reason and message again bumps count and lastTimestamp instead of creating an Event."""
+    clock = FakeClock()
+    recorder = EventRecorder(mini_client, "grove-operator", clock=clock)
+    await recorder.warning(PCS, "Failed", "boom")
+    clock.advance(60)
+    await recorder.warning(PCS, "Failed", "boom")
+    await recorder.warning(PCS, "Failed", "boom")
+    await recorder.warning(PCS, "Failed", "different")
+    evs = sorted(events(mini_api), key=lambda e: str(e["message"]))
+    assert [(e["message"], e["count"]) for e in evs] == [("boom", 3), ("different", 1)]
+    assert evs[0]["lastTimestamp"] != evs[0]["firstTimestamp"]
+
+
+async def test_failures_are_swallowed_and_deleted_events_recreated(mini_api: MiniApi, mini_client: KubeClient) -> None:
+    """A rejected Event does not raise; a repeat of an Event deleted meanwhile starts a fresh one."""
+    recorder = EventRecorder(mini_client, "c", clock=FakeClock())
+    mini_api.faults.append(Fault(403, "POST"))
+    await recorder.normal(PCS, "R", "m")
+    assert events(mini_api) == []
+    await recorder.normal(PCS, "R", "m")
+    [event] = events(mini_api)
+    mini_api.remove(EVENTS, "ns", str(event["metadata"]["name"]))  # type: ignore[index]
+    await recorder.normal(PCS, "R", "m")
+    await recorder.normal(PCS, "R", "m")
+    assert [e["count"] for e in events(mini_api)] == [2]
