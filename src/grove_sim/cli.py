@@ -1,0 +1,93 @@
+"""``grove-sim up``: run a simulated cluster in the foreground until SIGTERM/SIGINT.
+
+The kubeconfig is written only once the server listens, so scripts can wait for the file to appear and then use
+``kubectl`` or the operator/scheduler against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from grove_sim.cluster import ClusterShapeError, nodes_from_file, nodes_from_flags
+from grove_sim.server import SimOptions, SimServer, write_kubeconfig
+
+__all__ = ["build_parser", "main"]
+
+
+def _exec_image(text: str) -> tuple[str, str]:
+    prefix, sep, command = text.partition("=")
+    if not sep or not prefix or not command:
+        raise argparse.ArgumentTypeError(f"expected PREFIX=COMMAND, got {text!r}")
+    return prefix, command
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(prog="grove-sim", description="A simulated Kubernetes cluster for Grove.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="run the simulated API server, nodes and kubelets in the foreground")
+    up.add_argument("--kubeconfig", required=True, type=Path, help="where to write the kubeconfig once ready")
+    up.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    up.add_argument("--port", type=int, default=0, help="port to listen on (0 = any free port)")
+    up.add_argument("--nodes", type=int, default=0, help="number of identical simulated nodes")
+    up.add_argument("--gpus-per-node", type=int, default=8, help="nvidia.com/gpu per node with --nodes")
+    up.add_argument("--topology", default="block=2,rack=4", help="topology domains for --nodes, e.g. block=2,rack=4")
+    up.add_argument("--cluster", type=Path, help="a cluster shape YAML file or an openb node CSV")
+    up.add_argument("--ready-delay", type=float, default=0.0, help="seconds from Running to Ready")
+    up.add_argument("--delete-delay", type=float, default=0.05, help="seconds before a gracefully deleted pod goes")
+    up.add_argument(
+        "--exec-image",
+        action="append",
+        type=_exec_image,
+        default=[],
+        metavar="PREFIX=COMMAND",
+        help="run init containers whose image starts with PREFIX as the local COMMAND (repeatable)",
+    )
+    up.add_argument("--log-level", default="INFO", help="Python logging level")
+    return parser
+
+
+async def _serve(args: argparse.Namespace, options: SimOptions) -> None:
+    server = SimServer(options, kubeconfig=str(args.kubeconfig))
+    url = await server.start(args.host, args.port)
+    write_kubeconfig(args.kubeconfig, url)
+    logging.getLogger("grove_sim").info("grove-sim serving %s (kubeconfig %s)", url, args.kubeconfig)
+    print(f"grove-sim ready: {url} kubeconfig={args.kubeconfig}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``grove-sim`` console script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        nodes = []
+        if args.cluster is not None:
+            nodes = nodes_from_file(args.cluster)
+        if args.nodes:
+            nodes += nodes_from_flags(args.nodes, args.gpus_per_node, args.topology)
+    except (ClusterShapeError, OSError) as exc:
+        print(f"grove-sim: {exc}", file=sys.stderr)
+        return 2
+    options = SimOptions(
+        nodes=nodes, ready_delay=args.ready_delay, delete_delay=args.delete_delay, exec_images=dict(args.exec_image)
+    )
+    asyncio.run(_serve(args, options))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Kubernetes resource quantities (``500m``, ``8Gi``, ``1e3``) as exact numbers, for the kubelet's admission check.
+
+The simulated kubelet compares the summed requests of pods on a node with the node's allocatable, so quantities
+must compare exactly (``Fraction``), never through floats that could admit a pod one milli-CPU too many.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Any, Final
+
+__all__ = ["QuantityError", "format_quantity", "parse_quantity"]
+
+_SUFFIX: Final[dict[str, Fraction]] = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+_RE: Final = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?\Z")
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: Any) -> Fraction:
+    """The exact value of a quantity (``"250m"`` → 1/4); ints and floats pass through."""
+    if isinstance(value, bool):
+        raise QuantityError(f"quantity must be a string or number, not {value!r}")
+    if isinstance(value, int | float):
+        return Fraction(value)
+    match = _RE.match(str(value).strip())
+    if match is None:
+        raise QuantityError(
+            f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {value!r}"
+        )
+    number, exponent, suffix = match.groups()
+    result = Fraction(number)
+    if exponent:
+        result *= Fraction(10) ** int(exponent[1:])
+    return result * _SUFFIX[suffix or ""]
+
+
+def format_quantity(value: Fraction, resource: str) -> str:
+    """How the kubelet prints amounts in rejection messages: milli-units for CPU, plain integers otherwise."""
+    if resource == "cpu":
+        return str(int(value * 1000))
+    return str(int(value)) if value.denominator == 1 else str(float(value))

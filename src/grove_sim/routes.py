@@ -1,0 +1,114 @@
+"""The aiohttp application: one catch-all route that dispatches like the apiserver's handler chain.
+
+Non-resource paths (``/version``, health, discovery, OpenAPI) are answered from ``grove_sim.discovery``; resource
+paths are parsed into a ``RequestInfo`` and handed to ``grove_sim.handlers``. Every failure, including unexpected
+exceptions, leaves as a ``metav1.Status`` so clients never see a non-Status error body (apiserver-notes §2.8).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from grove_sim import discovery, errors
+from grove_sim.handlers import ApiContext, handle_resource, json_response
+from grove_sim.requestinfo import parse_path
+
+__all__ = ["make_app"]
+
+_log = logging.getLogger(__name__)
+_HEALTH = ("/healthz", "/readyz", "/livez")
+
+
+def _aggregated_type(accept: str) -> str | None:
+    """The aggregated discovery media type the client prefers, if any (v2 before v2beta1, in Accept order)."""
+    for part in accept.split(","):
+        if "as=APIGroupDiscoveryList" in part and "g=apidiscovery.k8s.io" in part:
+            if "v=v2beta1" in part:
+                return discovery.AGGREGATED_V2BETA1
+            if "v=v2" in part:
+                return discovery.AGGREGATED_V2
+    return None
+
+
+def _discovery(ctx: ApiContext, request: web.Request) -> web.StreamResponse | None:
+    path = request.path.rstrip("/") or "/"
+    registry = ctx.core.registry
+    if path in ("/api", "/apis"):
+        media = _aggregated_type(request.headers.get("Accept", ""))
+        if media is not None:
+            version = (
+                "apidiscovery.k8s.io/v2beta1" if media == discovery.AGGREGATED_V2BETA1 else "apidiscovery.k8s.io/v2"
+            )
+            response = json_response(discovery.aggregated_discovery(registry, core=path == "/api", api_version=version))
+            response.headers["Content-Type"] = media
+            response.headers["Vary"] = "Accept"
+            return response
+        if path == "/api":
+            return json_response(discovery.api_versions(request.host))
+        return json_response(discovery.api_group_list(registry))
+    if path == "/version":
+        return json_response(discovery.version_info())
+    if path in _HEALTH or path.startswith(tuple(h + "/" for h in _HEALTH)):
+        return web.Response(text="ok", content_type="text/plain")
+    if path == "/openapi/v3":
+        return json_response(discovery.openapi_index(registry))
+    if path.startswith("/openapi/v3/"):
+        rest = path.removeprefix("/openapi/v3/").split("/")
+        openapi: dict[str, Any] | None = None
+        if len(rest) == 2 and rest[0] == "api":
+            openapi = discovery.openapi_gv_document(registry, "", rest[1])
+        elif len(rest) == 3 and rest[0] == "apis":
+            openapi = discovery.openapi_gv_document(registry, rest[1], rest[2])
+        if openapi is None:
+            raise errors.route_not_found()
+        return json_response(openapi)
+    if path.startswith("/openapi/"):
+        raise errors.route_not_found()
+    parts = [p for p in path.split("/") if p]
+    listing: dict[str, Any] | None
+    if len(parts) == 2 and parts[0] == "api":
+        listing = discovery.resource_list(registry, "", parts[1])
+    elif len(parts) == 3 and parts[0] == "apis":
+        listing = discovery.resource_list(registry, parts[1], parts[2])
+    elif len(parts) == 2 and parts[0] == "apis":
+        group = next((g for g in discovery.api_group_list(registry)["groups"] if g["name"] == parts[1]), None)
+        if group is None:
+            raise errors.route_not_found()
+        return json_response({"kind": "APIGroup", "apiVersion": "v1", **group})
+    else:
+        return None
+    if listing is None:
+        raise errors.route_not_found()
+    return json_response(listing)
+
+
+def make_app(ctx: ApiContext) -> web.Application:
+    """The application serving the Kubernetes API for ``ctx``."""
+
+    async def dispatch(request: web.Request) -> web.StreamResponse:
+        try:
+            if request.method == "GET":
+                answered = _discovery(ctx, request)
+                if answered is not None:
+                    return answered
+            ri = parse_path(request.path)
+            if ri is None or not ri.plural:
+                raise errors.route_not_found()
+            info = ctx.core.registry.get(ri.group, ri.version, ri.plural)
+            if info is None:
+                raise errors.route_not_found()
+            return await handle_resource(ctx, request, ri, info)
+        except errors.ApiError as exc:
+            return json_response(exc.status(), exc.code)
+        except web.HTTPException:
+            raise
+        except Exception as exc:
+            _log.exception("internal error serving %s %s", request.method, request.path_qs)
+            return json_response(errors.status_body(500, "InternalError", f"Internal error occurred: {exc}"), 500)
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_route("*", "/{tail:.*}", dispatch)
+    return app

@@ -1,0 +1,134 @@
+"""Assembly of a simulated cluster: store, registry, core, background controllers and the HTTP server.
+
+``SimServer`` is what ``grove-sim up`` and ``grove_sim.testing.SimCluster`` run. Start order: controllers (so
+they see every write), seeded namespaces, initial nodes, then the listening socket; stop order is the reverse,
+with open watch streams ended cleanly first so clients see a normal end of stream.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from grove_sim.core import Core
+from grove_sim.gc import GarbageCollector
+from grove_sim.handlers import ApiContext
+from grove_sim.kubelet import Kubelet, KubeletOptions
+from grove_sim.namespaces import NamespaceController
+from grove_sim.resources import Registry
+from grove_sim.routes import make_app
+from grove_sim.storage import DEFAULT_HISTORY, Store
+from grove_sim.tokens import TokenController
+from grove_sim.workqueue import WorkQueue
+
+__all__ = ["SimOptions", "SimServer", "kubeconfig_document", "write_kubeconfig"]
+
+SIM_TOKEN = "grove-sim-token"
+
+
+@dataclass
+class SimOptions:
+    """Everything that shapes one simulated cluster."""
+
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    ready_delay: float = 0.0
+    delete_delay: float = 0.05
+    exec_images: dict[str, str] = field(default_factory=dict)
+    history: int = DEFAULT_HISTORY
+    bookmark_interval: float = 60.0
+    default_service_accounts: bool = True
+
+
+def kubeconfig_document(url: str, *, name: str = "grove-sim", token: str = SIM_TOKEN) -> dict[str, Any]:
+    """A kubeconfig for ``url`` with a token user (the server ignores the token)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": url}}],
+        "users": [{"name": name, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}],
+        "current-context": name,
+        "preferences": {},
+    }
+
+
+def write_kubeconfig(path: str | os.PathLike[str], url: str) -> Path:
+    """Write the kubeconfig atomically (rename), so a reader never sees half a file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".kubeconfig-", dir=target.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(kubeconfig_document(url), handle, sort_keys=False)
+    Path(tmp).replace(target)
+    return target
+
+
+class SimServer:
+    """One simulated cluster served over HTTP on the running event loop."""
+
+    def __init__(self, options: SimOptions | None = None, *, kubeconfig: str | None = None) -> None:
+        self.options = options or SimOptions()
+        self.store = Store(history=self.options.history)
+        self.registry = Registry()
+        self.core = Core(self.store, self.registry)
+        self.context = ApiContext(self.core, bookmark_interval=self.options.bookmark_interval)
+        self.gc = GarbageCollector(self.core)
+        self.namespaces = NamespaceController(self.core)
+        self.tokens = TokenController(self.core, default_service_accounts=self.options.default_service_accounts)
+        self.kubelet = Kubelet(
+            self.core,
+            KubeletOptions(
+                ready_delay=self.options.ready_delay,
+                delete_delay=self.options.delete_delay,
+                exec_images=dict(self.options.exec_images),
+                kubeconfig=kubeconfig,
+            ),
+        )
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    def _queues(self) -> list[WorkQueue[Any]]:
+        return [self.gc.queue, self.namespaces.queue, self.tokens.queue, *self.kubelet.queues()]
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Start controllers, seed the cluster and listen; returns the base URL."""
+        for queue in self._queues():
+            queue.start()
+        self.namespaces.seed()
+        info = self.registry.get("", "v1", "nodes")
+        assert info is not None
+        for node in self.options.nodes:
+            self.core.create(info, "", node)
+        self._runner = web.AppRunner(make_app(self.context), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, backlog=1024)
+        await site.start()
+        addresses = self._runner.addresses
+        bound = int(addresses[0][1]) if addresses else port
+        self.url = f"http://{host}:{bound}"
+        return self.url
+
+    def set_kubeconfig(self, path: str) -> None:
+        """The kubeconfig executable-image processes get as ``KUBECONFIG``."""
+        self.kubelet.options.kubeconfig = path
+
+    def idle(self) -> bool:
+        """True when no controller has pending work (tests use it to wait for quiescence)."""
+        return all(q.idle() for q in self._queues())
+
+    async def stop(self) -> None:
+        """End watch streams, stop serving, stop controllers."""
+        for watcher in list(self.context.watchers):
+            watcher.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.kubelet.stop_tasks()
+        for queue in self._queues():
+            await queue.stop()
