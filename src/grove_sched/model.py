@@ -1,0 +1,265 @@
+"""Value types crossing the boundary of the pure placement function.
+
+The scheduler loop translates Kubernetes objects into these frozen dataclasses, calls
+`grove_sched.placement.place`, and turns the result back into bindings or a PodGang condition. Keeping them
+free of Kubernetes client types is what lets `place` stay pure and testable without a cluster. Resource
+quantities are plain integers: cpu in millicores, memory in bytes, everything else in units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+GPU = "nvidia.com/gpu"
+BASE_RESOURCES: tuple[str, ...] = (CPU, MEMORY, PODS, GPU)
+HOSTNAME_KEY = "kubernetes.io/hostname"
+RACK_KEY = "topology.kubernetes.io/rack"
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+_NO_RESOURCES: Mapping[str, int] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """A node taint; only NoSchedule and NoExecute taints filter nodes."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """A pod toleration with Kubernetes matching rules (empty key + Exists tolerates everything)."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One matchExpression: operator is In, NotIn, Exists, DoesNotExist, Gt or Lt (Gt/Lt nodes only)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Requirements ANDed together; `match_fields` supports only `metadata.name`."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredNodeTerm:
+    """A preferred node affinity term and its weight (1..100)."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """matchLabels plus matchExpressions (In, NotIn, Exists, DoesNotExist), as for pods."""
+
+    match_labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    match_expressions: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """Pods matching `selector` in `namespaces` (empty = the gang's namespace), per `topology_key` domain."""
+
+    selector: LabelSelector
+    topology_key: str
+    namespaces: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    """A preferred pod (anti-)affinity term and its weight (1..100)."""
+
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """A node as the scheduler cache sees it; free capacity is derived from the bound pods."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    allocatable: Mapping[str, int] = field(default_factory=lambda: _NO_RESOURCES)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BoundPod:
+    """A pod bound (or assumed) to a node: it consumes resources and takes part in inter-pod affinity."""
+
+    name: str
+    namespace: str
+    node: str
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    requests: Mapping[str, int] = field(default_factory=lambda: _NO_RESOURCES)
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """One pod of a group; `requests` overrides the group template when pods differ."""
+
+    name: str
+    uid: str = ""
+    requests: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyConstraint:
+    """Node label keys: required = hard (one domain), preferred = soft (as few domains as possible)."""
+
+    required_key: str | None = None
+    preferred_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    """One PodClique of the gang: at least `min_replicas` of `pods` must be placed together with the gang."""
+
+    name: str
+    pods: tuple[PodRef, ...]
+    min_replicas: int
+    requests: Mapping[str, int] = field(default_factory=lambda: _NO_RESOURCES)
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    node_selector: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    required_node_terms: tuple[NodeSelectorTerm, ...] = ()
+    preferred_node_terms: tuple[PreferredNodeTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    topology: TopologyConstraint = field(default_factory=TopologyConstraint)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """A topologyConstraintGroupConfig: a constraint over a subset of the gang's PodGroups."""
+
+    name: str
+    group_names: tuple[str, ...]
+    topology: TopologyConstraint
+
+
+@dataclass(frozen=True, slots=True)
+class GangRequest:
+    """A PodGang translated for placement; the gang is placed whole (min of every group) or not at all."""
+
+    name: str
+    namespace: str
+    groups: tuple[PodGroup, ...]
+    priority: int = 0
+    topology: TopologyConstraint = field(default_factory=TopologyConstraint)
+    group_configs: tuple[GroupConfig, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementOptions:
+    """Knobs of `place`; every limit is deterministic so the same input always gives the same answer.
+
+    top_k_domains: candidate domains (best greedy plans first) that CP-SAT models.
+    max_deterministic_time: CP-SAT budget in deterministic seconds (about 2-4 ms wall per 0.001 on 2 busy cores).
+    random_seed: CP-SAT seed (the solver runs single-threaded).
+    use_cpsat: False = greedy only (the baseline).
+    max_patterns: above this many pods-per-node patterns, CP-SAT uses the per-node count model instead of classes.
+    max_classes: above this many classes, CP-SAT refines only around the greedy plan's domains.
+    max_greedy_domains: greedy runs in at most this many candidate domains (best-ranked first).
+    rack_key: the level whose empty domains count as "racks opened" (consolidation) and the soft deciding level
+        for gangs without topology; None disables both.
+    hostname_key: anti-affinity on this key is enforced per node.
+    """
+
+    top_k_domains: int = 4
+    max_deterministic_time: float = 0.03
+    random_seed: int = 0
+    use_cpsat: bool = True
+    max_patterns: int = 512
+    max_classes: int = 400
+    max_greedy_domains: int = 16
+    rack_key: str | None = RACK_KEY
+    hostname_key: str = HOSTNAME_KEY
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectiveBreakdown:
+    """Raw values of the lexicographic tiers (lower is better for every field) and their weighted sum."""
+
+    missing_extra_pods: int
+    preferred_domain_violations: int
+    empty_racks_opened: int
+    empty_nodes_opened: int
+    stranded_gpus: int
+    missed_preference_weight: int
+    weighted: int
+
+
+@dataclass(frozen=True, slots=True)
+class SolverStats:
+    """How the answer was found.
+
+    `path` is "greedy" or "cpsat" (whose plan was returned; "none" for Unschedulable). `status` is the CP-SAT
+    status name (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN), or ZERO_COST when greedy found a zero-cost plan (optimal,
+    no solve), GREEDY when CP-SAT was disabled, NONE when nothing ran. `model` is "class", "node" (per-node count
+    fallback when patterns explode) or "none". `num_classes` counts decision units (classes or nodes).
+    """
+
+    path: str
+    status: str
+    deterministic_time: float
+    num_classes: int
+    num_variables: int
+    num_patterns: int
+    domains_candidate: int
+    domains_modelled: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A feasible gang placement.
+
+    `score` = min(1, lower_bound / objective.weighted), and 1.0 when the weighted cost is 0 or CP-SAT proved
+    optimality over every candidate domain. `lower_bound` is valid for every feasible placement: the minimum of
+    CP-SAT's proven objective bound over the modelled domains (or, without a solve, a cheap per-domain bound) and
+    a cheap per-domain bound (unplaceable pods, empty racks and empty nodes that cannot be avoided) for every
+    candidate domain that was not modelled. So 1.0 means "proven best under the objective", and e.g. 0.8 means
+    "at most 20% of the weighted cost could possibly be saved".
+    """
+
+    assignments: Mapping[str, str]  # pod name -> node name, for every placed pod (sorted by pod name)
+    domains: Mapping[str, str]  # "<scope> <key>" -> chosen label value(s), e.g. "group decode ...rack" -> "r-07"
+    objective: ObjectiveBreakdown
+    score: float
+    stats: SolverStats
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """The gang cannot be placed now; `reasons` are sentences a person can act on."""
+
+    reasons: tuple[str, ...]
+    stats: SolverStats | None = None
+
+
+PlacementResult = Placement | Unschedulable

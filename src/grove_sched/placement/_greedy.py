@@ -1,0 +1,226 @@
+"""Stage 3: best-fit greedy placement inside one candidate domain.
+
+Greedy gives every candidate domain a feasible plan and a cost under the shared objective, which ranks the
+domains for CP-SAT and supplies its hint (and the fallback answer). It works on a local copy of the domain's
+nodes only, so one step costs a few numpy operations over ~100 nodes: pick the best-fit node for the current
+group and put as many of its pods there as fit. Required sub-scopes (group configs, per-group keys, in-gang
+pod affinity) take their tightest sub-domain that passes the aggregate check; in-gang anti-affinity bans
+domains as pods land.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grove_sched.placement._problem import Problem
+from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray
+
+
+@dataclass(slots=True)
+class _Local:
+    """The problem restricted to one domain's nodes (mutable working state of one greedy run)."""
+
+    maxpods: IntArray
+    allowed: BoolArray
+    free: IntArray
+    empty: BoolArray
+    racks: CodeArray | None
+    pref_cost: IntArray
+    required: list[CodeArray]
+    preferred: list[CodeArray]
+    anti: list[CodeArray]
+    touched: BoolArray
+    pref_touched: list[BoolArray]
+
+
+def greedy(problem: Problem, nodes: IntArray) -> IntArray | None:
+    """Pods per (internal group, node of `nodes`), or None when greedy cannot fit every minimum."""
+    snap = problem.snapshot
+    maxpods = problem.maxpods[:, nodes]
+    loc = _Local(
+        maxpods=maxpods,
+        allowed=maxpods > 0,
+        free=np.maximum(snap.free[nodes], 0),
+        empty=snap.empty[nodes],
+        racks=problem.racks[nodes] if problem.racks is not None else None,
+        pref_cost=problem.pref_cost[:, nodes],
+        required=[scope.domains[nodes] for scope in problem.required],
+        preferred=[scope.domains[nodes] for scope in problem.preferred],
+        anti=[rule.domains[nodes] for rule in problem.anti],
+        touched=np.zeros(nodes.size, dtype=np.bool_),
+        pref_touched=[np.zeros(nodes.size, dtype=np.bool_) for _ in problem.preferred],
+    )
+    counts = np.zeros_like(maxpods)
+    order = sorted(range(problem.num_groups), key=lambda g: (-_size(problem, g), g))
+    # A step may fill several nodes at once when placing on one node cannot change the ranking of the others.
+    batchable = [
+        not any(g in (rule.group, *rule.members) for rule in problem.anti)
+        and not any(g in scope.groups for scope in problem.preferred)
+        for g in range(problem.num_groups)
+    ]
+    step = _Step(problem, loc, counts, batchable)
+    pending = [set(range(len(problem.required))) for _ in range(problem.num_groups)]
+    for g in range(problem.num_groups):
+        pending[g] = {s for s, scope in enumerate(problem.required) if g in scope.groups}
+    done: set[int] = set()
+    # Choose each required scope's sub-domain against the capacity left by groups placed so far, and place a
+    # group's minimum as soon as every scope containing it has chosen, so later scopes see what it used.
+    for s, scope in enumerate(problem.required):
+        if not _choose_subdomain(problem, loc, scope.groups, loc.required[s]):
+            return None
+        for g in order:
+            pending[g].discard(s)
+            if g not in done and not pending[g]:
+                done.add(g)
+                if not step.place(g, int(problem.internal_min[g])):
+                    return None
+    for g in order:
+        if g not in done and not step.place(g, int(problem.internal_min[g])):
+            return None
+    for g in order:
+        step.place(g, int(problem.replicas[g]))
+    return counts
+
+
+class _Step:
+    """Places pods of one group up to a target, best-fit node by node."""
+
+    def __init__(self, problem: Problem, loc: _Local, counts: IntArray, batchable: list[bool]) -> None:
+        self.problem = problem
+        self.loc = loc
+        self.counts = counts
+        self.batchable = batchable
+        self.exclusive = [any(r.group == g and g in r.members for r in problem.anti) for g in range(problem.num_groups)]
+
+    def place(self, g: int, target: int) -> bool:
+        """Add pods of g until `target` are placed; False when they do not fit."""
+        problem, loc, counts = self.problem, self.loc, self.counts
+        placed = int(counts[g].sum())
+        while placed < target:
+            found = _best_nodes(problem, loc, g, target - placed, self.batchable[g])
+            if not found:
+                return False
+            for node, fit in found:
+                take = min(target - placed, fit, int(loc.maxpods[g, node] - counts[g, node]))
+                if self.exclusive[g]:
+                    take = 1
+                counts[g, node] += take
+                placed += take
+                loc.free[node] -= problem.req[g] * take
+                loc.touched[node] = True
+                for s, scope in enumerate(problem.preferred):
+                    if g in scope.groups:
+                        loc.pref_touched[s] |= loc.preferred[s] == loc.preferred[s][node]
+                _apply_anti(problem, loc, g, node)
+                if counts[g, node] >= loc.maxpods[g, node]:
+                    loc.allowed[g, node] = False
+        return True
+
+
+def _size(problem: Problem, g: int) -> int:
+    """Sort key: bigger GPU pods first, then bigger CPU pods."""
+    gpu = int(problem.req[g, problem.gpu]) if problem.gpu is not None else 0
+    return gpu * 10**9 + int(problem.req[g, 0])
+
+
+def _best_nodes(problem: Problem, loc: _Local, g: int, want: int, batch: bool) -> list[tuple[int, int]]:
+    """Best-fit node(s) for the next pods of g: stay in preferred domains, keep empty racks/nodes, leave few GPUs.
+
+    With `batch`, keeps taking nodes in rank order until `want` pods fit, stopping after a node that opens an
+    empty rack (that changes the rank of its rack mates)."""
+    idx = np.flatnonzero(loc.allowed[g])
+    if not idx.size:
+        return []
+    req = problem.req[g]
+    requested = np.flatnonzero(req > 0)
+    if requested.size:
+        fit = (loc.free[idx][:, requested] // req[requested]).min(axis=1)
+        keep = fit > 0
+        idx, fit = idx[keep], fit[keep]
+        if not idx.size:
+            return []
+    else:
+        fit = loc.maxpods[g, idx]
+    keys: list[IntArray] = [idx, loc.pref_cost[g, idx]]
+    if problem.gpu is not None:
+        take = np.minimum(fit, want)
+        keys.append(loc.free[idx, problem.gpu] - take * req[problem.gpu])
+    keys.append((~loc.touched[idx] & loc.empty[idx]).astype(np.int64))
+    opens = np.zeros(idx.size, dtype=np.int64)
+    if loc.racks is not None:
+        racks = loc.racks[idx]
+        opened = np.zeros(problem.empty_racks.size + 1, dtype=np.bool_)
+        opened[loc.racks[loc.touched]] = True
+        opens = (problem.empty_racks[racks] & ~opened[racks] & (racks >= 0)).astype(np.int64)
+    keys.append(opens)
+    outside = np.zeros(idx.size, dtype=np.int64)
+    for s, scope in enumerate(problem.preferred):
+        if g in scope.groups and loc.pref_touched[s].any():
+            outside += ~loc.pref_touched[s][idx]
+    keys.append(outside)
+    order = np.lexsort(tuple(keys))
+    if not batch:
+        best = int(order[0])
+        return [(int(idx[best]), int(fit[best]))]
+    chosen: list[tuple[int, int]] = []
+    left = want
+    for i in order:
+        chosen.append((int(idx[i]), int(fit[i])))
+        left -= int(fit[i])
+        if left <= 0 or opens[i]:
+            break
+    return chosen
+
+
+def _apply_anti(problem: Problem, loc: _Local, g: int, node: int) -> None:
+    """Ban domains for groups that in-gang anti-affinity keeps away from the pod just placed."""
+    for rule, dom in zip(problem.anti, loc.anti, strict=True):
+        d = dom[node]
+        if d < 0:
+            continue
+        same = dom == d
+        if rule.group == g:
+            for m in rule.members:
+                loc.allowed[m] &= ~same
+        elif g in rule.members:
+            loc.allowed[rule.group] &= ~same
+
+
+def _choose_subdomain(problem: Problem, loc: _Local, groups_: tuple[int, ...], dom: CodeArray) -> bool:
+    """Restrict a required scope's groups to the best sub-domain whose remaining room fits their minimum.
+
+    Best = holds the most minimum pods on already-used nodes (opens fewest empty nodes), then the tightest.
+    """
+    groups = list(groups_)
+    usable = loc.allowed[groups].any(axis=0) & (dom >= 0)
+    present = np.unique(dom[usable])
+    if present.size == 0:
+        return int(problem.internal_min[groups].sum()) == 0
+    count = int(dom.max()) + 1
+    ok = np.zeros(count, dtype=np.bool_)
+    ok[present] = True
+    on_used = np.zeros(count, dtype=np.int64)
+    for g in groups:
+        idx = np.flatnonzero(loc.allowed[g] & (dom >= 0))
+        req = problem.req[g]
+        requested = np.flatnonzero(req > 0)
+        room = loc.maxpods[g, idx]
+        if requested.size:
+            room = np.minimum(room, (loc.free[idx][:, requested] // req[requested]).min(axis=1))
+        need = problem.internal_min[g]
+        ok &= np.bincount(dom[idx], weights=room, minlength=count) >= need
+        used = ~loc.empty[idx] | loc.touched[idx]
+        on_used += np.minimum(np.bincount(dom[idx], weights=np.where(used, room, 0), minlength=count), need).astype(
+            np.int64
+        )
+    if not ok.any():
+        return False
+    if present.size > 1:
+        gpu = problem.gpu
+        spare = np.bincount(dom[usable], weights=loc.free[usable, gpu] if gpu is not None else None, minlength=count)
+        choice = min(np.flatnonzero(ok), key=lambda d: (-on_used[d], spare[d], d))
+        for g in groups:
+            loc.allowed[g] &= dom == choice
+    return True

@@ -1,0 +1,270 @@
+"""Normalise a GangRequest against a Snapshot into the arrays every solver stage shares.
+
+Validation (malformed gangs), splitting heterogeneous groups into homogeneous sub-groups, resolving every
+topology constraint into a `Scope` over node domain arrays, and stage-1 filtering all happen here once, so the
+greedy, CP-SAT and decoding stages see one consistent, purely numeric problem.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from grove_sched.model import GPU, GangRequest, LabelSelector, PlacementOptions, PodGroup, TopologyConstraint
+from grove_sched.placement._filters import filter_group, insufficient, max_pods
+from grove_sched.placement._selectors import selector_matches
+from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray, Snapshot
+
+
+class InvalidGang(ValueError):
+    """The gang itself is malformed; the message says what to fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Groups that must (required) or should (preferred) share one domain of `key`."""
+
+    name: str
+    groups: tuple[int, ...]
+    key: str
+    domains: CodeArray
+
+
+@dataclass(frozen=True, slots=True)
+class AntiRule:
+    """Required anti-affinity among the gang's pods: a pod of `group` shares no `key` domain with `members`."""
+
+    group: int
+    members: tuple[int, ...]
+    key: str
+    domains: CodeArray
+    per_node: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """The normalised placement problem (internal groups are homogeneous sub-groups of PodGroups)."""
+
+    snapshot: Snapshot
+    gang: GangRequest
+    names: tuple[str, ...]
+    parent: tuple[int, ...]
+    parent_names: tuple[str, ...]
+    parent_min: tuple[int, ...]
+    pods: tuple[tuple[str, ...], ...]
+    req: IntArray
+    replicas: IntArray
+    maxpods: IntArray
+    pref_cost: IntArray
+    required: tuple[Scope, ...]
+    preferred: tuple[Scope, ...]
+    anti: tuple[AntiRule, ...]
+    gpu: int | None
+    racks: CodeArray | None
+    empty_racks: BoolArray
+    rejected: tuple[Counter[str], ...]
+    internal_min: IntArray
+
+    @property
+    def num_groups(self) -> int:
+        """Number of internal (homogeneous) groups."""
+        return len(self.names)
+
+    def parent_of(self, name: str) -> tuple[int, ...]:
+        """Internal groups of a PodGroup name."""
+        return tuple(g for g in range(self.num_groups) if self.parent_names[self.parent[g]] == name)
+
+
+def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions) -> Problem:
+    """Validate and normalise; raises InvalidGang or SelectorError with an actionable message."""
+    _validate(gang)
+    names: list[str] = []
+    parent: list[int] = []
+    pods: list[tuple[str, ...]] = []
+    reqs: list[IntArray] = []
+    filters = []
+    for p, group in enumerate(gang.groups):
+        flt = filter_group(snapshot, group, gang.namespace)
+        filters.append(flt)
+        split = _split(snapshot, group)
+        for k, (vec, pod_names) in enumerate(split):
+            names.append(group.name if len(split) == 1 else f"{group.name}[{k}]")
+            parent.append(p)
+            pods.append(pod_names)
+            reqs.append(vec)
+    req = np.stack(reqs)
+    replicas = np.asarray([len(x) for x in pods], dtype=np.int64)
+    parent_t = tuple(parent)
+    maxpods = np.stack(
+        [max_pods(snapshot, filters[parent_t[g]].mask, req[g], int(replicas[g])) for g in range(len(names))]
+    )
+    pref_cost = np.stack([filters[parent_t[g]].pref_cost for g in range(len(names))])
+    rejected = [Counter(filters[parent_t[g]].rejected) for g in range(len(names))]
+    for g in range(len(names)):
+        rejected[g].update(insufficient(snapshot, filters[parent_t[g]].mask, req[g]))
+    subs = {group.name: tuple(g for g in range(len(names)) if parent_t[g] == p) for p, group in enumerate(gang.groups)}
+    everything = tuple(range(len(names)))
+    required: list[Scope] = []
+    preferred: list[Scope] = []
+
+    def add(name: str, groups: tuple[int, ...], topo: TopologyConstraint) -> None:
+        if topo.required_key:
+            required.append(Scope(name, groups, topo.required_key, snapshot.domains(topo.required_key)))
+        if topo.preferred_key:
+            preferred.append(Scope(name, groups, topo.preferred_key, _spread_missing(snapshot, topo.preferred_key)))
+
+    add(f"gang {gang.name}", everything, gang.topology)
+    for cfg in gang.group_configs:
+        add(f"group config {cfg.name}", tuple(g for name in cfg.group_names for g in subs[name]), cfg.topology)
+    for group in gang.groups:
+        add(f"group {group.name}", subs[group.name], group.topology)
+    anti: list[AntiRule] = []
+    for p, group in enumerate(gang.groups):
+        for term in group.pod_affinity:
+            if term not in filters[p].self_affinity:
+                continue
+            members = _members(gang, term.selector, term.namespaces, subs)
+            if not members:
+                raise InvalidGang(
+                    f"group {group.name} requires pod affinity to pods that neither exist nor are in the gang"
+                )
+            groups = tuple(sorted(set(subs[group.name]) | set(members)))
+            required.append(
+                Scope(f"pod affinity of {group.name}", groups, term.topology_key, snapshot.domains(term.topology_key))
+            )
+        for term in group.pod_anti_affinity:
+            members = _members(gang, term.selector, term.namespaces, subs)
+            if members:
+                dom = snapshot.domains(term.topology_key)
+                per_node = term.topology_key == options.hostname_key or _unique(dom)
+                if per_node:
+                    dom = np.arange(snapshot.num_nodes, dtype=np.int32)
+                anti.extend(AntiRule(g, members, term.topology_key, dom, per_node) for g in subs[group.name])
+    for scope in required:
+        missing = scope.domains < 0
+        for g in scope.groups:
+            lost = int((maxpods[g, missing] > 0).sum())
+            if lost:
+                rejected[g][f"node(s) lacked topology label {scope.key}"] += lost
+            maxpods[g, missing] = 0
+    for rule in anti:
+        if rule.per_node and rule.group in rule.members:
+            maxpods[rule.group] = np.minimum(maxpods[rule.group], 1)
+    gpu = snapshot.resource_index(GPU)
+    racks = snapshot.domains(options.rack_key) if options.rack_key else None
+    if racks is not None and not (racks >= 0).any():
+        racks = None
+    empty_racks = _empty_racks(snapshot, racks)
+    maxpods.flags.writeable = False
+    return Problem(
+        snapshot=snapshot,
+        gang=gang,
+        names=tuple(names),
+        parent=parent_t,
+        parent_names=tuple(g.name for g in gang.groups),
+        parent_min=tuple(g.min_replicas for g in gang.groups),
+        pods=tuple(pods),
+        req=req,
+        replicas=replicas,
+        maxpods=maxpods,
+        pref_cost=pref_cost,
+        required=tuple(required),
+        preferred=tuple(preferred),
+        anti=tuple(anti),
+        gpu=gpu,
+        racks=racks,
+        empty_racks=empty_racks,
+        rejected=tuple(rejected),
+        internal_min=_internal_min(gang, parent_t, replicas),
+    )
+
+
+def _internal_min(gang: GangRequest, parent: tuple[int, ...], replicas: IntArray) -> IntArray:
+    """A PodGroup's minimum handed to its sub-groups in order (exact when a group is homogeneous)."""
+    left = [g.min_replicas for g in gang.groups]
+    result = np.zeros(len(parent), dtype=np.int64)
+    for g, p in enumerate(parent):
+        result[g] = min(int(replicas[g]), left[p])
+        left[p] -= int(result[g])
+    return result
+
+
+def _validate(gang: GangRequest) -> None:
+    if not gang.groups:
+        raise InvalidGang(f"gang {gang.name} has no pod groups")
+    seen_groups: set[str] = set()
+    seen_pods: set[str] = set()
+    for group in gang.groups:
+        if group.name in seen_groups:
+            raise InvalidGang(f"group {group.name} appears twice in gang {gang.name}")
+        seen_groups.add(group.name)
+        if group.min_replicas < 0:
+            raise InvalidGang(f"group {group.name} has negative min replicas {group.min_replicas}")
+        if group.min_replicas > len(group.pods):
+            raise InvalidGang(f"group {group.name} requires {group.min_replicas} pods but has {len(group.pods)}")
+        for pod in group.pods:
+            if pod.name in seen_pods:
+                raise InvalidGang(f"pod {pod.name} appears twice in gang {gang.name}")
+            seen_pods.add(pod.name)
+            for name, amount in (pod.requests or group.requests).items():
+                if amount < 0:
+                    raise InvalidGang(f"pod {pod.name} of group {group.name} requests negative {name}")
+    for cfg in gang.group_configs:
+        unknown = [name for name in cfg.group_names if name not in seen_groups]
+        if unknown:
+            raise InvalidGang(f"group config {cfg.name} names unknown groups {', '.join(unknown)}")
+
+
+def _split(snapshot: Snapshot, group: PodGroup) -> list[tuple[IntArray, tuple[str, ...]]]:
+    """Homogeneous sub-groups (by request vector) in order of their first pod name."""
+    by_vec: dict[tuple[int, ...], list[str]] = {}
+    for pod in sorted(group.pods, key=lambda p: p.name):
+        requests = pod.requests if pod.requests is not None else group.requests
+        try:
+            vec = snapshot.vector(requests)
+        except KeyError as err:
+            raise InvalidGang(f"group {group.name} requests {err.args[0]}, which no node offers") from None
+        by_vec.setdefault(tuple(int(x) for x in vec), []).append(pod.name)
+    if not by_vec:
+        return [(snapshot.vector(group.requests) if _known(snapshot, group) else snapshot.vector({}), ())]
+    return [(np.asarray(vec, dtype=np.int64), tuple(names)) for vec, names in by_vec.items()]
+
+
+def _known(snapshot: Snapshot, group: PodGroup) -> bool:
+    return all(snapshot.resource_index(name) is not None or amount == 0 for name, amount in group.requests.items())
+
+
+def _members(
+    gang: GangRequest, selector: LabelSelector, namespaces: tuple[str, ...], subs: dict[str, tuple[int, ...]]
+) -> tuple[int, ...]:
+    """Internal groups of the gang whose pod labels a term's selector matches."""
+    if namespaces and gang.namespace not in namespaces:
+        return ()
+    return tuple(g for group in gang.groups if selector_matches(selector, group.labels) for g in subs[group.name])
+
+
+def _unique(dom: CodeArray) -> bool:
+    """Whether every labelled node is its own domain (hostname-like key)."""
+    labelled = dom[dom >= 0]
+    return bool(labelled.size) and int(np.bincount(labelled).max()) <= 1
+
+
+def _spread_missing(snapshot: Snapshot, key: str) -> CodeArray:
+    """Preferred-key domains where a node lacking the label counts as a domain of its own."""
+    dom = snapshot.domains(key).copy()
+    missing = np.flatnonzero(dom < 0)
+    dom[missing] = len(snapshot.domain_names(key)) + np.arange(missing.size, dtype=np.int32)
+    return dom
+
+
+def _empty_racks(snapshot: Snapshot, racks: CodeArray | None) -> BoolArray:
+    """Per rack id: no node of the rack has anything bound."""
+    if racks is None:
+        return np.zeros(0, dtype=np.bool_)
+    count = int(racks.max()) + 1
+    labelled = racks >= 0
+    busy = np.bincount(racks[labelled], weights=(snapshot.pod_count[labelled] > 0), minlength=count)
+    result: BoolArray = busy == 0
+    return result

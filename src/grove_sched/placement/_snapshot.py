@@ -1,0 +1,243 @@
+"""The immutable, numpy-backed cluster view that `place` reads.
+
+Placement needs per-node integer vectors and label columns it can filter with array operations, not Python
+objects per node. The snapshot is built once per cycle (or derived cheaply with `with_assumed`) and never
+mutated: arrays are write-protected so a placement cannot corrupt the view another caller holds. Nodes are
+sorted by name so that input order never changes an answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from grove_sched.model import BASE_RESOURCES, PODS, BoundPod, NodeInfo, PodAffinityTerm, Taint
+
+IntArray = npt.NDArray[np.int64]
+CodeArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
+_T = TypeVar("_T", bound=np.generic)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelColumns:
+    """Labels of many objects as one integer code column per key (-1 = key absent)."""
+
+    codes: Mapping[str, CodeArray]
+    vocab: Mapping[str, tuple[str, ...]]
+    size: int
+
+    @staticmethod
+    def encode(labels: Sequence[Mapping[str, str]]) -> LabelColumns:
+        """Encode label maps; codes follow first appearance, so equal inputs give equal columns."""
+        return LabelColumns({}, {}, 0).extended(labels)
+
+    def extended(self, labels: Sequence[Mapping[str, str]]) -> LabelColumns:
+        """These columns plus rows for `labels` (existing codes are kept, new values get new codes)."""
+        keys: dict[str, None] = {}
+        for mapping in labels:
+            keys.update(dict.fromkeys(mapping))
+        columns = dict(self.codes)
+        vocab = dict(self.vocab)
+        size = self.size + len(labels)
+        for key in keys:
+            values = [mapping.get(key) for mapping in labels]
+            known = vocab.get(key, ())
+            index = {value: code for code, value in enumerate(known)}
+            for value in values:
+                if value is not None and value not in index:
+                    index[value] = len(index)
+            new = np.fromiter((-1 if v is None else index[v] for v in values), dtype=np.int32, count=len(values))
+            old = columns.get(key)
+            column = np.concatenate([old if old is not None else np.full(self.size, -1, dtype=np.int32), new])
+            column.flags.writeable = False
+            columns[key] = column
+            vocab[key] = tuple(index)
+        for key, old in self.codes.items():
+            if key not in keys:
+                column = np.concatenate([old, np.full(len(labels), -1, dtype=np.int32)])
+                column.flags.writeable = False
+                columns[key] = column
+        return LabelColumns(codes=columns, vocab=vocab, size=size)
+
+    def column(self, key: str) -> CodeArray:
+        """The code column for `key`, all -1 when no object carries it."""
+        found = self.codes.get(key)
+        return found if found is not None else np.full(self.size, -1, dtype=np.int32)
+
+    def codes_of(self, key: str, values: Iterable[str]) -> list[int]:
+        """Codes of the given values of `key` that occur at all."""
+        vocab = self.vocab.get(key, ())
+        wanted = set(values)
+        return [code for code, value in enumerate(vocab) if value in wanted]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Nodes (sorted by name) with free/allocatable matrices, label columns, taints and bound pods."""
+
+    node_names: tuple[str, ...]
+    node_index: Mapping[str, int]
+    resources: tuple[str, ...]
+    allocatable: IntArray
+    free: IntArray
+    node_labels: LabelColumns
+    taints: tuple[Taint, ...]
+    taint_matrix: BoolArray
+    unschedulable: BoolArray
+    pod_count: IntArray
+    pods: tuple[BoundPod, ...]
+    pod_node: IntArray
+    pod_labels: LabelColumns
+    pod_namespaces: tuple[str, ...]
+    anti_affinity_pods: tuple[int, ...]
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes."""
+        return len(self.node_names)
+
+    @property
+    def empty(self) -> BoolArray:
+        """Nodes with nothing bound (opening one breaks up whole-node capacity)."""
+        result: BoolArray = self.pod_count == 0
+        return result
+
+    def resource_index(self, name: str) -> int | None:
+        """Column of a resource in the vectors, or None when no node or pod mentions it."""
+        try:
+            return self.resources.index(name)
+        except ValueError:
+            return None
+
+    def domains(self, key: str) -> CodeArray:
+        """Node → domain id for a topology label key (-1 where the node lacks the label)."""
+        return self.node_labels.column(key)
+
+    def domain_names(self, key: str) -> tuple[str, ...]:
+        """Domain id → label value for `key`."""
+        return self.node_labels.vocab.get(key, ())
+
+    def vector(self, requests: Mapping[str, int], count_pod: bool = True) -> IntArray:
+        """A request map as a vector in this snapshot's resource order (`pods` counts 1)."""
+        vec = np.zeros(len(self.resources), dtype=np.int64)
+        for name, amount in requests.items():
+            idx = self.resource_index(name)
+            if idx is not None:
+                vec[idx] = amount
+            elif amount > 0:
+                raise KeyError(name)
+        if count_pod:
+            vec[self.resources.index(PODS)] = 1
+        return vec
+
+    @staticmethod
+    def build(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod]) -> Snapshot:
+        """Build a snapshot; pods on unknown nodes are ignored (they consume nothing we can place on)."""
+        ordered = sorted(nodes, key=lambda node: node.name)
+        names = tuple(node.name for node in ordered)
+        index = {name: i for i, name in enumerate(names)}
+        if len(index) != len(names):
+            raise ValueError("duplicate node names in snapshot")
+        extra: set[str] = set()
+        for node in ordered:
+            extra.update(node.allocatable)
+        for pod in pods:
+            extra.update(pod.requests)
+        resources = BASE_RESOURCES + tuple(sorted(extra - set(BASE_RESOURCES)))
+        res_index = {name: i for i, name in enumerate(resources)}
+        alloc = np.zeros((len(names), len(resources)), dtype=np.int64)
+        for row, node in enumerate(ordered):
+            for name, amount in node.allocatable.items():
+                alloc[row, res_index[name]] = amount
+        taints = tuple(sorted({t for node in ordered for t in node.taints}, key=lambda t: (t.key, t.value, t.effect)))
+        taint_index = {t: i for i, t in enumerate(taints)}
+        taint_matrix = np.zeros((len(names), len(taints)), dtype=np.bool_)
+        for row, node in enumerate(ordered):
+            for t in node.taints:
+                taint_matrix[row, taint_index[t]] = True
+        unschedulable = np.fromiter((node.unschedulable for node in ordered), dtype=np.bool_, count=len(names))
+        kept = [pod for pod in pods if pod.node in index]
+        used, pod_node = _pod_usage(kept, index, res_index, len(names), len(resources))
+        return Snapshot(
+            node_names=names,
+            node_index=index,
+            resources=resources,
+            allocatable=_frozen(alloc),
+            free=_frozen(alloc - used),
+            node_labels=LabelColumns.encode([node.labels for node in ordered]),
+            taints=taints,
+            taint_matrix=_frozen(taint_matrix),
+            unschedulable=_frozen(unschedulable),
+            pod_count=_frozen(np.bincount(pod_node, minlength=len(names)).astype(np.int64)),
+            pods=tuple(kept),
+            pod_node=_frozen(pod_node),
+            pod_labels=LabelColumns.encode([pod.labels for pod in kept]),
+            pod_namespaces=tuple(pod.namespace for pod in kept),
+            anti_affinity_pods=tuple(i for i, pod in enumerate(kept) if pod.anti_affinity),
+        )
+
+    def with_assumed(self, pods: Sequence[BoundPod]) -> Snapshot:
+        """A new snapshot with `pods` additionally bound; node arrays are reused, only usage changes."""
+        res_index = {name: i for i, name in enumerate(self.resources)}
+        unknown = {name for pod in pods for name, amount in pod.requests.items() if amount and name not in res_index}
+        if unknown:
+            raise KeyError(f"resources unknown to the snapshot: {sorted(unknown)}")
+        kept = [pod for pod in pods if pod.node in self.node_index]
+        used, pod_node = _pod_usage(kept, self.node_index, res_index, self.num_nodes, len(self.resources))
+        all_pods = self.pods + tuple(kept)
+        offset = len(self.pods)
+        return Snapshot(
+            node_names=self.node_names,
+            node_index=self.node_index,
+            resources=self.resources,
+            allocatable=self.allocatable,
+            free=_frozen(self.free - used),
+            node_labels=self.node_labels,
+            taints=self.taints,
+            taint_matrix=self.taint_matrix,
+            unschedulable=self.unschedulable,
+            pod_count=_frozen(self.pod_count + np.bincount(pod_node, minlength=self.num_nodes)),
+            pods=all_pods,
+            pod_node=_frozen(np.concatenate([self.pod_node, pod_node])),
+            pod_labels=self.pod_labels.extended([pod.labels for pod in kept]),
+            pod_namespaces=self.pod_namespaces + tuple(pod.namespace for pod in kept),
+            anti_affinity_pods=self.anti_affinity_pods
+            + tuple(offset + i for i, pod in enumerate(kept) if pod.anti_affinity),
+        )
+
+    def anti_affinity_terms(self) -> Iterable[tuple[int, PodAffinityTerm]]:
+        """(node, term) for every required anti-affinity term of a bound pod (they repel incoming pods)."""
+        for i in self.anti_affinity_pods:
+            for term in self.pods[i].anti_affinity:
+                yield int(self.pod_node[i]), term
+
+
+def _pod_usage(
+    pods: Sequence[BoundPod], index: Mapping[str, int], res_index: Mapping[str, int], n_nodes: int, n_res: int
+) -> tuple[IntArray, IntArray]:
+    """Sum pod requests per node (every pod also uses one `pods` slot); one vectorised pass per resource."""
+    pod_node = np.fromiter((index[pod.node] for pod in pods), dtype=np.int64, count=len(pods))
+    used = np.zeros((n_nodes, n_res), dtype=np.int64)
+    names: dict[str, None] = {}
+    for pod in pods:
+        names.update(dict.fromkeys(pod.requests))
+    for name in names:
+        if name == PODS:
+            continue
+        amounts = np.fromiter((pod.requests.get(name, 0) for pod in pods), dtype=np.int64, count=len(pods))
+        column = np.zeros(n_nodes, dtype=np.int64)
+        np.add.at(column, pod_node, amounts)  # exact int64 sums (float weights could round byte counts)
+        used[:, res_index[name]] = column
+    used[:, res_index[PODS]] += np.bincount(pod_node, minlength=n_nodes)
+    return used, pod_node
+
+
+def _frozen(array: npt.NDArray[_T]) -> npt.NDArray[_T]:
+    """Write-protect an array so snapshots stay immutable."""
+    array.flags.writeable = False
+    return array

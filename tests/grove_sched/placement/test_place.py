@@ -1,0 +1,207 @@
+"""Scenario tests for `place`: topology scopes, affinity, extras, heterogeneous groups, scoring, incremental use."""
+
+from __future__ import annotations
+
+from placement_kit import BLOCK_KEY, bound, counts_of, gang, group, node, violations
+
+from grove_sched.model import (
+    GPU,
+    HOSTNAME_KEY,
+    RACK_KEY,
+    GroupConfig,
+    LabelSelector,
+    NodeSelectorTerm,
+    Placement,
+    PlacementOptions,
+    PodAffinityTerm,
+    PodRef,
+    PreferredNodeTerm,
+    Requirement,
+    Taint,
+    Toleration,
+    TopologyConstraint,
+    Unschedulable,
+)
+from grove_sched.placement import Snapshot, assumed_pods, place
+
+
+def _racks(n_racks: int, per_rack: int, gpu: int = 8, blocks: int = 1) -> list:  # type: ignore[type-arg]
+    return [
+        node(f"n{r}{h}", f"r{r}", gpu, block=f"b{r * blocks // n_racks}")
+        for r in range(n_racks)
+        for h in range(per_rack)
+    ]
+
+
+def _placed(result: Placement | Unschedulable) -> Placement:
+    assert isinstance(result, Placement), result
+    return result
+
+
+def test_required_rack_puts_the_whole_gang_in_the_one_rack_that_fits() -> None:
+    """Four 8-GPU pods with a required rack land in the only rack with four free nodes."""
+    nodes = _racks(3, 4)
+    pods = [bound("x0", "n00", gpu=1), bound("x2", "n20", gpu=1)]
+    g = gang(group("w", 4, gpu=8), required=RACK_KEY)
+    result = _placed(place(Snapshot.build(nodes, pods), g))
+    assert {n[:2] for n in result.assignments.values()} == {"n1"}
+    assert result.domains == {f"gang gang {RACK_KEY}": "r1"}
+    assert violations(nodes, pods, g, counts_of(g, result)) == []
+
+
+def test_gang_prefers_a_partly_used_rack_over_opening_an_empty_one() -> None:
+    """Consolidation: a small gang goes to a rack that is already in use (tier: empty racks opened)."""
+    nodes = _racks(2, 2)
+    pods = [bound("x", "n11", gpu=2)]
+    result = _placed(place(Snapshot.build(nodes, pods), gang(group("w", 1, gpu=2), required=RACK_KEY)))
+    assert result.assignments == {"w-0": "n11"}
+    assert result.objective.empty_racks_opened == 0
+    assert result.objective.stranded_gpus == 4
+
+
+def test_per_group_racks_with_preferred_block_stay_in_one_block() -> None:
+    """Per-group required racks are honoured and the preferred block keeps both groups together."""
+    nodes = _racks(4, 2, blocks=2)
+    pods = [bound("x0", "n00", gpu=8), bound("x1", "n01", gpu=8), bound("x2", "n20", gpu=6)]
+    rack = TopologyConstraint(required_key=RACK_KEY)
+    g = gang(group("p", 2, gpu=4, topology=rack), group("d", 3, gpu=2, topology=rack), preferred=BLOCK_KEY)
+    result = _placed(place(Snapshot.build(nodes, pods), g))
+    blocks = {n[1] for n in result.assignments.values()}
+    assert len(blocks) == 1 or result.objective.preferred_domain_violations == 0
+    assert result.objective.preferred_domain_violations == 0
+    assert violations(nodes, pods, g, counts_of(g, result)) == []
+
+
+def test_group_config_required_rack_binds_its_groups_together() -> None:
+    """A topologyConstraintGroupConfig puts all pods of its groups in one rack while others may go elsewhere."""
+    nodes = _racks(3, 2)
+    cfg = GroupConfig("pcsg", ("p", "d"), TopologyConstraint(required_key=RACK_KEY))
+    g = gang(group("p", 2, gpu=4), group("d", 2, gpu=4), group("f", 3, gpu=8), group_configs=(cfg,))
+    result = _placed(place(Snapshot.build(nodes, []), g))
+    racks = {result.assignments[p][:2] for p in ("p-0", "p-1", "d-0", "d-1")}
+    assert len(racks) == 1
+    assert len(result.assignments) == 7
+
+
+def test_anti_affinity_spreads_a_clique_one_pod_per_host() -> None:
+    """Required self anti-affinity on the hostname key places at most one pod of the clique per node."""
+    nodes = _racks(1, 4)
+    anti = (PodAffinityTerm(LabelSelector({"app": "w"}), HOSTNAME_KEY),)
+    g = gang(group("w", 3, gpu=1, pod_anti_affinity=anti), required=RACK_KEY)
+    result = _placed(place(Snapshot.build(nodes, []), g))
+    assert len(set(result.assignments.values())) == 3
+
+
+def test_bound_pods_anti_affinity_repels_the_gang_from_their_rack() -> None:
+    """A bound pod's own anti-affinity to the gang's labels excludes its whole rack."""
+    nodes = _racks(2, 2)
+    guard = bound("guard", "n00").__class__(
+        "guard", "default", "n00", {"app": "guard"}, {}, (PodAffinityTerm(LabelSelector({"app": "w"}), RACK_KEY),)
+    )
+    result = _placed(place(Snapshot.build(nodes, [guard]), gang(group("w", 2, gpu=1))))
+    assert all(n.startswith("n1") for n in result.assignments.values())
+
+
+def test_required_pod_affinity_follows_matching_bound_pods() -> None:
+    """Required pod affinity to bound pods restricts the gang to domains holding them."""
+    nodes = _racks(3, 2)
+    pods = [bound("cache", "n21", gpu=1, labels={"app": "cache"})]
+    term = PodAffinityTerm(LabelSelector({"app": "cache"}), RACK_KEY)
+    result = _placed(place(Snapshot.build(nodes, pods), gang(group("w", 3, gpu=4, pod_affinity=(term,)))))
+    assert {n[:2] for n in result.assignments.values()} == {"n2"}
+
+
+def test_self_pod_affinity_within_the_gang_colocates_its_pods() -> None:
+    """Affinity to the gang's own labels (no matching bound pod) keeps those pods in one domain."""
+    nodes = _racks(2, 2)
+    pods = [bound("x", "n00", gpu=4), bound("y", "n10", gpu=4)]
+    term = PodAffinityTerm(LabelSelector({"app": "w"}), RACK_KEY)
+    result = _placed(place(Snapshot.build(nodes, pods), gang(group("w", 3, gpu=4, pod_affinity=(term,)))))
+    assert len({n[:2] for n in result.assignments.values()}) == 1
+
+
+def test_extras_fill_spare_room_and_never_displace_the_minimum() -> None:
+    """Beyond the minimum of every group, as many extra pods as fit are placed."""
+    nodes = _racks(1, 2)
+    g = gang(group("a", 2, 1, gpu=8), group("b", 4, 2, gpu=4), required=RACK_KEY)
+    result = _placed(place(Snapshot.build(nodes, []), g))
+    counts = counts_of(g, result)
+    assert sum(c for (h, _), c in counts.items() if h == "a") >= 1
+    assert sum(c for (h, _), c in counts.items() if h == "b") >= 2
+    assert result.objective.missing_extra_pods == 6 - len(result.assignments)
+    assert len(result.assignments) == 3  # 16 GPUs: one 8-GPU pod and two 4-GPU pods
+
+
+def test_heterogeneous_pods_in_one_group_are_split_and_each_fits() -> None:
+    """A group whose pods request different sizes is placed per pod size without over-commit."""
+    nodes = [node("a", gpu=8), node("b", gpu=2)]
+    grp = group("w", 3, gpu=1)
+    big = PodRef("w-0", requests={GPU: 8})
+    grp = grp.__class__("w", (big, *grp.pods[1:]), 3, grp.requests, grp.labels)
+    g = gang(grp)
+    result = _placed(place(Snapshot.build(nodes, []), g))
+    assert result.assignments["w-0"] == "a"
+    assert result.assignments["w-1"] == result.assignments["w-2"] == "b"
+
+
+def test_selectors_tolerations_and_cordons_are_honoured() -> None:
+    """nodeSelector, required node affinity, taints and cordoned nodes restrict placement."""
+    nodes = [
+        node("a", labels={"pool": "gpu"}, taints=(Taint("dedicated", "infer"),)),
+        node("b", labels={"pool": "gpu"}, unschedulable=True),
+        node("c", labels={"pool": "cpu"}),
+        node("d", labels={"pool": "gpu"}),
+    ]
+    affinity = (NodeSelectorTerm((Requirement("kubernetes.io/hostname", "NotIn", ("d",)),)),)
+    tol = (Toleration("dedicated", "Equal", "infer"),)
+    g = gang(group("w", 1, gpu=1, node_selector={"pool": "gpu"}, required_node_terms=affinity, tolerations=tol))
+    assert _placed(place(Snapshot.build(nodes, []), g)).assignments == {"w-0": "a"}
+
+
+def test_preferred_node_affinity_breaks_ties() -> None:
+    """Among equally good nodes, the one matching a preferred node term wins."""
+    nodes = [node("a"), node("b", labels={"fast": "yes"})]
+    pref = (PreferredNodeTerm(10, NodeSelectorTerm((Requirement("fast", "Exists"),))),)
+    result = _placed(place(Snapshot.build(nodes, []), gang(group("w", 1, gpu=8, preferred_node_terms=pref))))
+    assert result.assignments == {"w-0": "b"}
+    assert result.objective.missed_preference_weight == 0
+
+
+def test_cpsat_beats_best_fit_greedy_on_mixed_sizes() -> None:
+    """Exact packing finds the zero-waste placement that size-ordered best-fit misses."""
+    nodes = [node(f"n{i}", "r0", 8) for i in range(3)]
+    pods = [bound("b0", "n0", gpu=2), bound("b1", "n1", gpu=2), bound("b2", "n2", gpu=0)]
+    g = gang(group("a", 2, gpu=3), group("b", 1, gpu=2), required=RACK_KEY)
+    snap = Snapshot.build(nodes, pods)
+    exact = _placed(place(snap, g))
+    greedy = _placed(place(snap, g, PlacementOptions(use_cpsat=False)))
+    assert exact.stats.path == "cpsat"
+    assert exact.objective.stranded_gpus == 0 < greedy.objective.stranded_gpus
+    assert set(exact.assignments.values()) == {"n2"}
+
+
+def test_score_is_one_when_proven_and_zero_when_unproven() -> None:
+    """A proven optimum over all candidates scores 1.0; an imperfect greedy-only answer scores 0."""
+    nodes = [node(f"n{i}", "r0", 8) for i in range(2)]
+    pods = [bound("b0", "n0", gpu=3)]
+    g = gang(group("a", 1, gpu=2), required=RACK_KEY)
+    snap = Snapshot.build(nodes, pods)
+    proven = _placed(place(snap, g))
+    unproven = _placed(place(snap, g, PlacementOptions(use_cpsat=False)))
+    assert proven.score == 1.0
+    assert proven.stats.status == "OPTIMAL"
+    assert unproven.objective.weighted > 0
+    assert unproven.score == 0.0
+
+
+def test_assumed_placement_is_not_double_booked() -> None:
+    """Placing the same gang again on `with_assumed` uses the remaining room without over-commit."""
+    nodes = _racks(2, 2)
+    g = gang(group("w", 2, gpu=8), required=RACK_KEY)
+    snap = Snapshot.build(nodes, [])
+    first = _placed(place(snap, g))
+    second = _placed(place(snap.with_assumed(assumed_pods(g, first)), g))
+    assert set(first.assignments.values()).isdisjoint(second.assignments.values())
+    assert isinstance(
+        place(snap.with_assumed(assumed_pods(g, first)).with_assumed(assumed_pods(g, second)), g), Unschedulable
+    )

@@ -1,0 +1,81 @@
+"""Snapshot building, incremental updates and immutability."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from placement_kit import bound, node
+
+from grove_sched.model import CPU, GPU, PODS, BoundPod, NodeInfo
+from grove_sched.placement import Snapshot
+
+
+def test_nodes_are_sorted_by_name_and_free_subtracts_bound_pods() -> None:
+    """Node order is by name regardless of input order, and free = allocatable - requests (pods count 1)."""
+    snap = Snapshot.build([node("b", gpu=8), node("a", gpu=4)], [bound("p", "b", gpu=3, cpu=1000)])
+    assert snap.node_names == ("a", "b")
+    gpu, cpu, pods = snap.resource_index(GPU), snap.resource_index(CPU), snap.resource_index(PODS)
+    assert snap.free[1, gpu] == 5
+    assert snap.free[1, cpu] == 64_000 - 1000
+    assert snap.free[1, pods] == 109
+    assert snap.free[0, gpu] == 4
+    assert list(snap.empty) == [True, False]
+
+
+def test_extended_resources_join_the_resource_order() -> None:
+    """Resources beyond the base four are appended in sorted order."""
+    n = NodeInfo("a", allocatable={"example.com/nic": 2, GPU: 8})
+    snap = Snapshot.build([n], [])
+    assert snap.resources[:4] == ("cpu", "memory", "pods", GPU)
+    assert snap.resources[4:] == ("example.com/nic",)
+    assert snap.allocatable[0, 4] == 2
+
+
+def test_pods_on_unknown_nodes_are_ignored() -> None:
+    """A pod bound to a node outside the snapshot neither fails the build nor consumes capacity."""
+    snap = Snapshot.build([node("a")], [bound("p", "ghost", gpu=8)])
+    assert snap.pods == ()
+    assert snap.free[0, snap.resource_index(GPU)] == 8
+
+
+def test_with_assumed_consumes_capacity_without_touching_the_original() -> None:
+    """Assumed pods reduce free capacity and mark nodes non-empty in a new snapshot only."""
+    snap = Snapshot.build([node("a"), node("b")], [])
+    newer = snap.with_assumed([BoundPod("x", "default", "a", {"app": "x"}, {GPU: 8})])
+    gpu = snap.resource_index(GPU)
+    assert newer.free[0, gpu] == 0
+    assert snap.free[0, gpu] == 8
+    assert list(newer.empty) == [False, True]
+    assert newer.pod_labels.vocab["app"] == ("x",)
+
+
+def test_arrays_are_read_only() -> None:
+    """Snapshots are immutable views: writing to an array raises."""
+    snap = Snapshot.build([node("a")], [])
+    with pytest.raises(ValueError, match="read-only"):
+        snap.free[0, 0] = 1
+
+
+def test_domains_map_label_values_to_ids() -> None:
+    """Every topology key becomes a node -> domain id column (-1 without the label)."""
+    snap = Snapshot.build([node("a", rack="r1"), node("b", rack=None), node("c", rack="r0")], [])
+    dom = snap.domains("topology.kubernetes.io/rack")
+    names = snap.domain_names("topology.kubernetes.io/rack")
+    assert [names[d] if d >= 0 else None for d in dom] == ["r1", None, "r0"]
+    assert np.all(snap.domains("no/such-key") == -1)
+
+
+def test_duplicate_node_names_are_rejected() -> None:
+    """Two nodes with one name are a caller bug, not something to silently merge."""
+    with pytest.raises(ValueError, match="duplicate"):
+        Snapshot.build([node("a"), node("a")], [])
+
+
+def test_with_assumed_extends_pod_labels_incrementally() -> None:
+    """Assumed pods keep earlier label codes and add new keys and values, padding the other rows."""
+    snap = Snapshot.build([node("a")], [bound("p", "a", labels={"app": "db"})])
+    newer = snap.with_assumed([BoundPod("q", "default", "a", {"app": "web", "tier": "x"}, {})])
+    assert newer.pod_labels.vocab["app"] == ("db", "web")
+    assert list(newer.pod_labels.column("app")) == [0, 1]
+    assert list(newer.pod_labels.column("tier")) == [-1, 0]
+    assert list(newer.pod_count) == [2]

@@ -1,0 +1,118 @@
+"""Unit tests of the pipeline stages: filter, candidate domains, greedy, node classes, objective, CP-SAT models."""
+
+from __future__ import annotations
+
+import numpy as np
+from placement_kit import bound, gang, group, node
+
+from grove_sched.model import HOSTNAME_KEY, RACK_KEY, LabelSelector, PlacementOptions, PodAffinityTerm, Taint
+from grove_sched.placement import Snapshot
+from grove_sched.placement._cpsat import solve
+from grove_sched.placement._domains import candidates, deciding_level
+from grove_sched.placement._greedy import greedy
+from grove_sched.placement._objective import evaluate, weights
+from grove_sched.placement._problem import Problem, build_problem
+from grove_sched.placement._units import class_units, enumerate_patterns, node_units
+
+OPTS = PlacementOptions()
+
+
+def _problem(nodes: list, pods: list, g: object) -> Problem:  # type: ignore[type-arg]
+    return build_problem(Snapshot.build(nodes, pods), g, OPTS)  # type: ignore[arg-type]
+
+
+def test_maxpods_is_the_tightest_resource_and_zero_on_filtered_nodes() -> None:
+    """maxpods = min over requested resources of floor(free / request); filtered nodes get 0."""
+    nodes = [node("a", gpu=8, cpu=3000), node("b", gpu=8, taints=(Taint("t"),)), node("c", gpu=3)]
+    p = _problem(nodes, [bound("x", "c", gpu=1)], gang(group("w", 5, gpu=2, cpu=1000)))
+    assert list(p.maxpods[0]) == [3, 0, 1]
+    assert p.rejected[0]["node(s) had untolerated taint {t: NoSchedule}"] == 1
+
+
+def test_bound_anti_affinity_bans_the_whole_domain() -> None:
+    """Anti-affinity to a bound pod excludes every node of that pod's rack."""
+    nodes = [node("a", "r0"), node("b", "r0"), node("c", "r1")]
+    term = PodAffinityTerm(LabelSelector({"app": "db"}), RACK_KEY)
+    p = _problem(nodes, [bound("db", "a", labels={"app": "db"})], gang(group("w", 1, pod_anti_affinity=(term,))))
+    assert list(p.maxpods[0] > 0) == [False, False, True]
+
+
+def test_candidates_keep_only_domains_passing_the_aggregate_check() -> None:
+    """A rack is a candidate only if its slots cover every group's minimum; tightest first."""
+    nodes = [node("a", "r0"), node("b", "r1"), node("c", "r1"), node("d", "r2"), node("e", "r2")]
+    p = _problem(nodes, [bound("x", "d", gpu=4)], gang(group("w", 2, gpu=8), required=RACK_KEY))
+    cands = candidates(p, deciding_level(p, RACK_KEY))
+    assert [cands.level.names[d] for d in cands.ids] == ["r1"]
+
+
+def test_greedy_fills_the_tightest_node_first() -> None:
+    """Best fit: a 2-GPU pod goes to the node it fills exactly."""
+    nodes = [node("a"), node("b"), node("c")]
+    p = _problem(
+        nodes, [bound("x", "a", gpu=1), bound("y", "b", gpu=6), bound("z", "c", gpu=4)], gang(group("w", 1, gpu=2))
+    )
+    counts = greedy(p, np.arange(3))
+    assert counts is not None
+    assert list(counts[0]) == [0, 1, 0]
+
+
+def test_greedy_reports_failure_when_a_minimum_cannot_fit() -> None:
+    """Greedy returns None instead of a partial gang."""
+    p = _problem([node("a")], [], gang(group("w", 2, gpu=8)))
+    assert greedy(p, np.arange(1)) is None
+
+
+def test_identical_nodes_collapse_into_one_class() -> None:
+    """Nodes equal on every modelled attribute form one class, so the model does not grow with them."""
+    nodes = [node(f"n{i}", "r0") for i in range(50)] + [node("odd", "r0", gpu=4)]
+    p = _problem(nodes, [], gang(group("w", 4, gpu=4), required=RACK_KEY))
+    units = class_units(p, np.arange(51), 512)
+    assert units is not None
+    assert units.kind == "class"
+    assert sorted(int(u.nodes.size) for u in units.units) == [1, 50]
+
+
+def test_patterns_respect_host_anti_affinity_and_the_limit() -> None:
+    """Self anti-affinity per host allows one pod per node; too many patterns yields None (node model)."""
+    anti = (PodAffinityTerm(LabelSelector({"app": "w"}), HOSTNAME_KEY),)
+    p = _problem([node("a")], [], gang(group("w", 3, gpu=1, pod_anti_affinity=anti), group("v", 3, gpu=1)))
+    patterns = enumerate_patterns(p, np.arange(1), 512)
+    assert patterns is not None
+    assert patterns[:, 0].max() == 1
+    assert enumerate_patterns(p, np.arange(1), 3) is None
+
+
+def test_class_and_per_node_models_agree_on_the_optimum() -> None:
+    """The per-node fallback model reaches the same objective as the class model."""
+    nodes = [node(f"n{i}", "r0") for i in range(4)]
+    pods = [bound("x", "n0", gpu=3), bound("y", "n1", gpu=5)]
+    p = _problem(nodes, pods, gang(group("a", 2, gpu=3), group("b", 3, 1, gpu=2), required=RACK_KEY))
+    w = weights(p)
+    every = np.arange(4)
+    by_class = class_units(p, every, 512)
+    assert by_class is not None
+    a = solve(p, by_class, w, None, OPTS)
+    b = solve(p, node_units(p, every), w, None, OPTS)
+    assert a.counts is not None
+    assert b.counts is not None
+    assert a.status == b.status == "OPTIMAL"
+    assert evaluate(p, a.counts, w).weighted == evaluate(p, b.counts, w).weighted
+
+
+def test_weights_are_lexicographic() -> None:
+    """One missing extra pod outweighs the worst possible total of every lower tier."""
+    nodes = [node(f"n{i}", "r0") for i in range(4)]
+    p = _problem(nodes, [], gang(group("a", 3, 1, gpu=1), preferred=RACK_KEY))
+    w = weights(p).tiers
+    assert all(w[i] >= w[i + 1] for i in range(5))
+    worst_lower = w[1] * 3 + w[2] * 1 + w[3] * 4 + w[4] * 32
+    assert w[0] > worst_lower
+
+
+def test_candidates_rank_exact_fits_before_tightness() -> None:
+    """A rack whose nodes the gang fills exactly is tried before a tighter but fragmented rack."""
+    nodes = [node("a", "r0"), node("b", "r0"), node("c", "r1"), node("d", "r1")]
+    pods = [bound("x", "a", gpu=5), bound("y", "b", gpu=5), bound("z", "c", gpu=4), bound("w", "d", gpu=4)]
+    p = _problem(nodes, pods, gang(group("w", 2, gpu=2), required=RACK_KEY))
+    cands = candidates(p, deciding_level(p, RACK_KEY))
+    assert [cands.level.names[d] for d in cands.ids] == ["r1", "r0"]
