@@ -21,11 +21,12 @@ kubectl:
 	  (apt-get update -qq && apt-get install -y -qq kubernetes-client) >/dev/null; }
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+	$(BIN)/mypy examples/demo.py
 
 imports: $(STAMP)
 	$(BIN)/lint-imports
@@ -39,7 +40,7 @@ crds: $(STAMP)
 	$(BIN)/python -m grove_api.crdgen crds
 
 demo: $(STAMP) kubectl
-	$(BIN)/python -m grove_sim.demo
+	$(BIN)/python examples/demo.py $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks quick
