@@ -26,7 +26,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
-	$(BIN)/mypy examples/demo.py
+	$(BIN)/mypy benchmarks examples/demo.py
 
 imports: $(STAMP)
 	$(BIN)/lint-imports

@@ -1,0 +1,224 @@
+"""Benchmark output: JSON results, a Markdown table with findings, and PNG plots under `benchmarks/results/<suite>/`.
+
+`latest.md` (in the suite folder and copied to `benchmarks/results/latest.md`) is self-contained: the command
+that produced it, the machine, the table and the findings (where CP-SAT is ahead of, level with or behind the
+best greedy baseline), so the README can include it as is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from benchmarks.harness.runner import Summary, WorkloadResult
+
+OURS = "cpsat"
+BASELINES: tuple[str, ...] = ("first-fit", "best-fit", "kai-greedy")
+SPEED_TARGET_NODES = 5000
+MEDIAN_TARGET_MS = 20.0
+P99_TARGET_MS = 100.0
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def table(results: Sequence[WorkloadResult]) -> str:
+    """One Markdown row per (workload, strategy)."""
+    lines = [
+        "| workload | strategy | gangs placed | GPUs placed | GPUs allocated | at checkpoints | stranded GPUs "
+        "| racks/gang | blocks/gang | preferred hit | median ms | p99 ms | LP bound | gap | score |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for result in results:
+        for s in result.summaries:
+            checkpoints = ", ".join(f"{label}: {value:.1f}%" for label, value in s.checkpoints_pct.items()) or "-"
+            if s.waves is not None:
+                checkpoints = f"{s.waves} waves (ideal {s.ideal_waves}), occupancy {s.occupancy_pct or 0:.1f}%"
+            lines.append(
+                f"| {s.workload} | {s.strategy} | {s.gangs_placed}/{s.gangs} | {s.gpus_placed} "
+                f"| {s.allocated_pct:.2f}% | {checkpoints} | {s.stranded_gpus} | {s.racks_per_gang:.2f} "
+                f"| {s.blocks_per_gang:.2f} | {_pct(s.preferred_hit_rate)} | {s.median_ms:.2f} | {s.p99_ms:.1f} "
+                f"| {s.bound_gpus:.0f} | {100 * s.gap:.2f}% | {_score(s.mean_score)} |"
+            )
+    return "\n".join(lines)
+
+
+def findings(results: Sequence[WorkloadResult]) -> list[str]:
+    """Plain statements: CP-SAT vs the best baseline on every workload, and the 5,000-node speed targets."""
+    out: list[str] = []
+    for result in results:
+        by_name = {s.strategy: s for s in result.summaries}
+        ours = by_name.get(OURS)
+        rivals = [by_name[name] for name in BASELINES if name in by_name]
+        if ours is None or not rivals:
+            continue
+        best = max(rivals, key=lambda s: (s.gpus_placed, s.pods_placed))
+        name = result.workload.name
+        # GPU workloads compare GPUs placed; CPU-only ones (the 1,000-pod TAS gangs) compare pods placed
+        unit = "GPUs" if best.gpus_placed or ours.gpus_placed else "pods"
+        mine, theirs = (ours.gpus_placed, best.gpus_placed) if unit == "GPUs" else (ours.pods_placed, best.pods_placed)
+        if mine < theirs:
+            out.append(
+                f"BEHIND on {name}: cpsat placed {mine} {unit} ({ours.gangs_placed} gangs), "
+                f"{best.strategy} placed {theirs} {unit} ({best.gangs_placed} gangs)."
+            )
+        elif mine == theirs:
+            out.append(f"level on {name}: cpsat and {best.strategy} both placed {mine} {unit}.")
+        else:
+            out.append(f"ahead on {name}: cpsat placed {mine} {unit} vs {best.strategy} {theirs} (+{mine - theirs}).")
+        if len(result.workload.cluster.nodes) >= SPEED_TARGET_NODES and ours.waves is None:
+            verdict = "meets" if ours.median_ms <= MEDIAN_TARGET_MS and ours.p99_ms <= P99_TARGET_MS else "MISSES"
+            out.append(
+                f"{verdict} the 5,000-node speed target on {name}: median {ours.median_ms:.1f} ms "
+                f"(target {MEDIAN_TARGET_MS:.0f}), p99 {ours.p99_ms:.1f} ms (target {P99_TARGET_MS:.0f})."
+            )
+    return out
+
+
+def _plot_allocation(results: Sequence[WorkloadResult], path: Path) -> None:
+    names = [r.workload.name for r in results]
+    strategies = list(dict.fromkeys(s.strategy for r in results for s in r.summaries))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(names) + 2), 4.5))
+    width = 0.8 / max(len(strategies), 1)
+    for k, strategy in enumerate(strategies):
+        values = [next((s.allocated_pct for s in r.summaries if s.strategy == strategy), 0.0) for r in results]
+        ax.bar([i + k * width for i in range(len(names))], values, width, label=strategy)
+    ax.set_xticks([i + width * (len(strategies) - 1) / 2 for i in range(len(names))], names, rotation=20, ha="right")
+    ax.set_ylabel("GPUs allocated (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_curves(result: WorkloadResult, path: Path) -> None:
+    total = max(result.summaries[0].gpus_total, 1) if result.summaries else 1
+    demand = [100.0 * d / total for d in result.demand]
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for strategy, curve in result.curves.items():
+        ax.plot(demand[: len(curve)], [100.0 * v / total for v in curve], label=strategy, linewidth=1.2)
+    ax.set_xlabel("arrived GPU demand (% of cluster GPUs)")
+    ax.set_ylabel("GPUs allocated (%)")
+    ax.set_title(result.workload.name)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_latency(results: Sequence[WorkloadResult], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(results) + 2), 4.5))
+    strategies = list(dict.fromkeys(s.strategy for r in results for s in r.summaries))
+    width = 0.8 / max(len(strategies), 1)
+    for k, strategy in enumerate(strategies):
+        found = [next((s for s in r.summaries if s.strategy == strategy), None) for r in results]
+        medians = [s.median_ms if s else 0.0 for s in found]
+        p99 = [s.p99_ms if s else 0.0 for s in found]
+        xs = [i + k * width for i in range(len(results))]
+        ax.bar(xs, p99, width, alpha=0.35, color=f"C{k}")
+        ax.bar(xs, medians, width, label=f"{strategy} (median; light: p99)", color=f"C{k}")
+    ax.set_yscale("log")
+    ax.set_ylabel("time per gang (ms)")
+    ax.set_xticks(
+        [i + width * (len(strategies) - 1) / 2 for i in range(len(results))],
+        [r.workload.name for r in results],
+        rotation=20,
+        ha="right",
+    )
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _json(results: Sequence[WorkloadResult], suite: str, command: str) -> dict[str, Any]:
+    return {
+        "suite": suite,
+        "command": command,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "workloads": [
+            {
+                "name": r.workload.name,
+                "description": r.workload.description,
+                "cluster": r.workload.cluster.description,
+                "gangs": len(r.workload.gangs),
+                "lp_bound_gpus": r.bound_gpus,
+                "seconds": round(r.seconds, 2),
+                "summaries": [asdict(s) for s in r.summaries],
+                "curves": r.curves,
+                "demand": r.demand,
+            }
+            for r in results
+        ],
+        "findings": findings(results),
+    }
+
+
+def markdown(results: Sequence[WorkloadResult], suite: str, command: str) -> str:
+    """The self-contained `latest.md` text."""
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    workloads = "\n".join(
+        f"- `{r.workload.name}`: {r.workload.description}; cluster: {r.workload.cluster.description} "
+        f"({r.seconds:.0f} s for all strategies)"
+        for r in results
+    )
+    found = "\n".join(f"- {line}" for line in findings(results)) or "- (no CP-SAT vs baseline comparison in this run)"
+    return (
+        f"# Placement-quality benchmark: `{suite}`\n\n"
+        f"Command: `{command}` ({when}, {os.cpu_count()} CPUs, Python {platform.python_version()}).\n\n"
+        f"{workloads}\n\n{table(results)}\n\n## Findings\n\n{found}\n\n"
+        "Gap = (LP bound - GPUs placed) / LP bound, where the LP bound (benchmark-anchors §5.3) is an offline "
+        "upper bound for the whole gang sequence on the starting cluster. Score = mean `placementScore` of "
+        "CP-SAT's placements (its own proven bound per gang). Time per gang is the wall time of one placement "
+        "call, failed attempts included. Gangs arrive one at a time and are not retried (no departures), except "
+        "in the knavigator wave replay. openb GPU-sharing tasks are rounded up to whole GPUs and pods come in "
+        "synthesised gangs, so openb allocation is not comparable with FGD's per-pod 92.9-95.4%.\n"
+    )
+
+
+def write(results: Sequence[WorkloadResult], suite: str, out: Path, command: str, plots: bool = True) -> Path:
+    """Write results.json, latest.md and the plots for a suite; returns the suite folder."""
+    folder = out / suite
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(_json(results, suite, command), indent=1) + "\n")
+    text = markdown(results, suite, command)
+    (folder / "latest.md").write_text(text)
+    shutil.copyfile(folder / "latest.md", out / "latest.md")
+    if plots and results:
+        sequential = [r for r in results if not r.workload.waves]
+        if sequential:
+            _plot_allocation(sequential, folder / "allocation.png")
+            _plot_latency(sequential, folder / "latency.png")
+        for r in results:
+            if r.workload.checkpoints:
+                _plot_curves(r, folder / f"curve-{_slug(r.workload.name)}.png")
+    return folder
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+
+
+def summaries_of(results: Sequence[WorkloadResult]) -> list[Summary]:
+    """All summaries of a run, flattened (for callers that post-process numbers)."""
+    return [s for r in results for s in r.summaries]

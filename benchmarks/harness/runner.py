@@ -1,0 +1,286 @@
+"""Sequential-arrival runner: every strategy places the same gangs, one at a time, on its own evolving snapshot.
+
+All strategies run in one process on one base snapshot (immutable, so sharing it is safe), with the same
+workload and seeds. Each decision is checked against the hard constraints (`validate.violations`) before it
+is committed with `Snapshot.with_assumed`; an invalid decision aborts the run, because numbers built on it would
+be meaningless. Gangs that do not fit when they arrive are not retried (there are no departures), except in the
+knavigator wave replay, where every gang runs for exactly one wave and the pending ones are retried, in
+submission order, on the emptied cluster of the next wave.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+from benchmarks.harness.baselines import baselines
+from benchmarks.harness.clusters import BLOCK, RACK
+from benchmarks.harness.metrics import (
+    allocated_gpus,
+    domains_spanned,
+    lp_bound,
+    optimality_gap,
+    percentile,
+    preferred_hits,
+    stranded_gpus,
+)
+from benchmarks.harness.strategies import Decision, GroveStrategy, Strategy
+from benchmarks.harness.validate import violations
+from benchmarks.harness.workloads import Workload, gang_gpus
+from grove_sched.model import GPU, BoundPod, GangRequest, PlacementOptions
+from grove_sched.placement import Snapshot
+
+
+class InvalidDecision(RuntimeError):
+    """A strategy returned a placement that breaks a hard constraint."""
+
+
+@dataclass(frozen=True, slots=True)
+class GangRecord:
+    """What happened to one gang under one strategy."""
+
+    gang: str
+    placed: bool
+    gpus: int
+    pods: int
+    seconds: float
+    racks: int = 0
+    blocks: int = 0
+    preferred_hits: int = 0
+    preferred_total: int = 0
+    score: float | None = None
+    path: str = ""
+
+
+@dataclass(slots=True)
+class StrategyRun:
+    """One strategy's pass over a workload: per-gang records, allocation after each gang, final snapshot."""
+
+    strategy: str
+    records: list[GangRecord] = field(default_factory=list)
+    allocated_after: list[int] = field(default_factory=list)
+    call_seconds: list[float] = field(default_factory=list)
+    wave_used: list[int] = field(default_factory=list)
+    final: Snapshot | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The per-(workload, strategy) numbers the report prints."""
+
+    workload: str
+    strategy: str
+    gangs: int
+    gangs_placed: int
+    pods_placed: int
+    gpus_placed: int
+    gpus_total: int
+    allocated_pct: float
+    checkpoints_pct: dict[str, float]
+    stranded_gpus: int
+    racks_per_gang: float
+    blocks_per_gang: float
+    preferred_hit_rate: float | None
+    median_ms: float
+    p99_ms: float
+    bound_gpus: float
+    gap: float
+    mean_score: float | None
+    waves: int | None = None
+    ideal_waves: int | None = None
+    occupancy_pct: float | None = None
+
+
+def default_strategies(names: Sequence[str] | None = None) -> list[Strategy]:
+    """The baselines plus our CP-SAT placement (and `grove-greedy`, its greedy stages alone, when asked)."""
+    available: dict[str, Strategy] = {b.name: b for b in baselines()}
+    available["cpsat"] = GroveStrategy()
+    available["grove-greedy"] = GroveStrategy("grove-greedy", PlacementOptions(use_cpsat=False))
+    chosen = list(names) if names else ["first-fit", "best-fit", "kai-greedy", "cpsat"]
+    unknown = [name for name in chosen if name not in available]
+    if unknown:
+        raise ValueError(f"unknown strategies {unknown}; choose from {sorted(available)}")
+    return [available[name] for name in chosen]
+
+
+def bound_pods(gang: GangRequest, assignments: dict[str, str] | Decision) -> list[BoundPod]:
+    """The placed pods of `gang` as BoundPods, for committing a decision to a snapshot."""
+    chosen = assignments.assignments if isinstance(assignments, Decision) else assignments
+    pods: list[BoundPod] = []
+    for grp in gang.groups:
+        for pod in grp.pods:
+            node = chosen.get(pod.name)
+            if node is not None:
+                requests = pod.requests if pod.requests is not None else grp.requests
+                pods.append(BoundPod(pod.name, gang.namespace, node, grp.labels, requests, grp.pod_anti_affinity))
+    return pods
+
+
+def _attempt(strategy: Strategy, snapshot: Snapshot, gang: GangRequest) -> tuple[Decision | None, float, Snapshot]:
+    """Time one decision, validate it and commit it; returns (decision, seconds, next snapshot)."""
+    start = time.perf_counter()
+    decision = strategy(snapshot, gang)
+    seconds = time.perf_counter() - start
+    if decision is None:
+        return None, seconds, snapshot
+    broken = violations(snapshot, gang, decision.assignments)
+    if broken:
+        raise InvalidDecision(f"{strategy.name} on {gang.name}: " + "; ".join(broken[:5]))
+    return decision, seconds, snapshot.with_assumed(bound_pods(gang, decision))
+
+
+def _record(snapshot: Snapshot, gang: GangRequest, decision: Decision | None, seconds: float) -> GangRecord:
+    if decision is None:
+        return GangRecord(gang.name, False, 0, 0, seconds)
+    nodes = list(decision.assignments.values())
+    hits, total = preferred_hits(snapshot, gang, decision.assignments)
+    placed = decision.assignments
+    gpus = sum(
+        (pod.requests if pod.requests is not None else grp.requests).get(GPU, 0)
+        for grp in gang.groups
+        for pod in grp.pods
+        if pod.name in placed
+    )
+    return GangRecord(
+        gang=gang.name,
+        placed=True,
+        gpus=gpus,
+        pods=len(nodes),
+        seconds=seconds,
+        racks=domains_spanned(snapshot, nodes, RACK),
+        blocks=domains_spanned(snapshot, nodes, BLOCK),
+        preferred_hits=hits,
+        preferred_total=total,
+        score=decision.score,
+        path=decision.path,
+    )
+
+
+def run_sequential(workload: Workload, strategy: Strategy, base: Snapshot, progress: bool = True) -> StrategyRun:
+    """Place the workload's gangs in arrival order against the strategy's own evolving snapshot."""
+    run = StrategyRun(strategy.name)
+    snapshot = base
+    label = f"{workload.name} {strategy.name}"
+    for gang in tqdm(workload.gangs, desc=label, unit="gang", disable=not progress, leave=False):
+        decision, seconds, snapshot = _attempt(strategy, snapshot, gang)
+        run.records.append(_record(snapshot, gang, decision, seconds))
+        run.call_seconds.append(seconds)
+        run.allocated_after.append(allocated_gpus(snapshot)[0])
+    run.final = snapshot
+    return run
+
+
+def run_waves(workload: Workload, strategy: Strategy, base: Snapshot, progress: bool = True) -> StrategyRun:
+    """knavigator replay: each wave starts from `base`; pending gangs are tried in submission order."""
+    run = StrategyRun(strategy.name)
+    pending = list(workload.gangs)
+    bar = tqdm(
+        total=len(pending), desc=f"{workload.name} {strategy.name}", unit="gang", disable=not progress, leave=False
+    )
+    while pending:
+        snapshot = base
+        left: list[GangRequest] = []
+        for gang in pending:
+            decision, seconds, snapshot = _attempt(strategy, snapshot, gang)
+            run.call_seconds.append(seconds)
+            if decision is None:
+                left.append(gang)
+            else:
+                run.records.append(_record(snapshot, gang, decision, seconds))
+                bar.update(1)
+        if len(left) == len(pending):  # nothing fits even an empty cluster: these gangs never run
+            run.records.extend(GangRecord(gang.name, False, 0, 0, 0.0) for gang in left)
+            break
+        run.wave_used.append(allocated_gpus(snapshot)[0] - allocated_gpus(base)[0])
+        run.allocated_after.append(allocated_gpus(snapshot)[0])
+        run.final = snapshot
+        pending = left
+    bar.close()
+    return run
+
+
+def summarise(workload: Workload, run: StrategyRun, base: Snapshot, bound: float) -> Summary:
+    """Turn one strategy's run into the report's numbers."""
+    final = run.final if run.final is not None else base
+    placed = [r for r in run.records if r.placed]
+    multi = [r for r in placed if r.pods > 1]
+    total_gpus = allocated_gpus(base)[1]
+    pending = [gang for gang, r in zip(workload.gangs, run.records, strict=False) if not r.placed]
+    if workload.waves:
+        pending = []
+    hits = sum(r.preferred_hits for r in placed)
+    scopes = sum(r.preferred_total for r in placed)
+    scores = [r.score for r in placed if r.score is not None]
+    checkpoints = {
+        label: 100.0 * run.allocated_after[count - 1] / max(total_gpus, 1)
+        for label, count in workload.checkpoints.items()
+        if 0 < count <= len(run.allocated_after)
+    }
+    gpus_placed = sum(r.gpus for r in placed)
+    waves = len(run.wave_used) if workload.waves else None
+    ideal = -(-int(bound) // max(total_gpus - allocated_gpus(base)[0], 1)) if workload.waves else None
+    occupancy = (
+        100.0 * sum(run.wave_used) / (len(run.wave_used) * max(total_gpus, 1))
+        if workload.waves and run.wave_used
+        else None
+    )
+    ms = [1000.0 * s for s in run.call_seconds]
+    return Summary(
+        workload=workload.name,
+        strategy=run.strategy,
+        gangs=len(workload.gangs),
+        gangs_placed=len(placed),
+        pods_placed=sum(r.pods for r in placed),
+        gpus_placed=gpus_placed,
+        gpus_total=total_gpus,
+        allocated_pct=100.0 * allocated_gpus(final)[0] / max(total_gpus, 1),
+        checkpoints_pct=checkpoints,
+        stranded_gpus=stranded_gpus(final, pending),
+        racks_per_gang=statistics.fmean(r.racks for r in multi) if multi else 0.0,
+        blocks_per_gang=statistics.fmean(r.blocks for r in multi) if multi else 0.0,
+        preferred_hit_rate=hits / scopes if scopes else None,
+        median_ms=statistics.median(ms) if ms else 0.0,
+        p99_ms=percentile(ms, 0.99),
+        bound_gpus=bound,
+        gap=optimality_gap(bound, gpus_placed),
+        mean_score=statistics.fmean(scores) if scores else None,
+        waves=waves,
+        ideal_waves=ideal,
+        occupancy_pct=occupancy,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadResult:
+    """Every strategy's summary (and allocation curve) on one workload."""
+
+    workload: Workload
+    summaries: list[Summary]
+    curves: dict[str, list[int]]
+    demand: list[int]
+    bound_gpus: float
+    seconds: float
+
+
+def run_workload(workload: Workload, strategies: Sequence[Strategy], progress: bool = True) -> WorkloadResult:
+    """Run every strategy on `workload` (same base snapshot, same gangs) and summarise."""
+    start = time.perf_counter()
+    base = Snapshot.build(workload.cluster.nodes, workload.cluster.background)
+    # in the wave replay every gang eventually runs, so the bound is the demand; waves are compared separately
+    bound = float(sum(gang_gpus(g) for g in workload.gangs)) if workload.waves else lp_bound(base, workload.gangs)
+    summaries: list[Summary] = []
+    curves: dict[str, list[int]] = {}
+    for strategy in strategies:
+        runner = run_waves if workload.waves else run_sequential
+        run = runner(workload, strategy, base, progress)
+        summaries.append(summarise(workload, run, base, bound))
+        curves[strategy.name] = run.allocated_after
+    cumulative, asked = [], 0
+    for gang in workload.gangs:
+        asked += gang_gpus(gang)
+        cumulative.append(asked)
+    return WorkloadResult(workload, summaries, curves, cumulative, bound, time.perf_counter() - start)

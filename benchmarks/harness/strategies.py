@@ -1,0 +1,52 @@
+"""The strategy interface every placement approach in the benchmark implements, and our CP-SAT `place` behind it.
+
+A strategy sees an immutable `Snapshot` and one `GangRequest` and answers with pod → node assignments or `None`
+(cannot place now). The runner owns committing decisions to the strategy's own evolving snapshot, so baselines
+and `place` are measured on exactly the same footing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from grove_sched.model import GangRequest, Placement, PlacementOptions
+from grove_sched.placement import Snapshot, place
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Pod name → node name for every placed pod; `score` is the placementScore when the strategy has one."""
+
+    assignments: Mapping[str, str]
+    score: float | None = None
+    path: str = ""
+
+
+class Strategy(Protocol):
+    """Places one gang against a snapshot; pure, so the runner can time it and commit the result itself."""
+
+    @property
+    def name(self) -> str:
+        """Short name used in tables and plots."""
+        ...
+
+    def __call__(self, snapshot: Snapshot, gang: GangRequest) -> Decision | None:
+        """The gang's placement, or None when it cannot be placed whole (its minimum) now."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class GroveStrategy:
+    """grove-scheduler's pure placement function (`use_cpsat=False` gives its greedy stages alone)."""
+
+    name: str = "cpsat"
+    options: PlacementOptions = field(default_factory=PlacementOptions)
+
+    def __call__(self, snapshot: Snapshot, gang: GangRequest) -> Decision | None:
+        """Call `place`; an `Unschedulable` answer becomes None."""
+        result = place(snapshot, gang, self.options)
+        if isinstance(result, Placement):
+            return Decision(result.assignments, result.score, result.stats.path)
+        return None

@@ -1,0 +1,79 @@
+"""Named benchmark suites: which workloads on which clusters, for `python -m benchmarks <suite>`.
+
+`quick` is sized to finish in under 5 minutes on 2 cores (1,000-node and openb clusters, every workload kind);
+`full` runs every workload at its intended scale (5,000-node TAS shapes included). Each suite is a function of
+the seed so a run is reproducible. Suites carry a mode; only "placement" (in-process) exists today, and an "e2e"
+mode (grove-sim + operator + scheduler processes) registers here when those components are ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchmarks.harness import clusters, workloads
+from benchmarks.harness.workloads import Workload
+
+PLACEMENT = "placement"
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """A named list of workloads and the mode that runs them."""
+
+    name: str
+    mode: str
+    build: Callable[[int], list[Workload]]
+    description: str
+
+
+def _tas(seed: int) -> list[Workload]:
+    loaded = clusters.with_background(clusters.uniform(5000), 0.6, seed)
+    plain = clusters.uniform(5000)
+    out = [workloads.tas(loaded, gangs, 4) for gangs in (750, 1500, 2250)]
+    out += [workloads.tas(plain, gangs, 1000) for gangs in (3, 6, 9)]
+    return out
+
+
+def _disagg(seed: int) -> list[Workload]:
+    return [
+        workloads.disagg(clusters.with_background(clusters.uniform(1000), 0.5, seed), 1.1, seed),
+        workloads.disagg(clusters.with_background(clusters.uniform(5000), 0.6, seed), 1.1, seed),
+    ]
+
+
+def _openb(seed: int) -> list[Workload]:
+    return [workloads.openb(clusters.openb(), 1.3, seed, levels=(1.0,))]
+
+
+def _knavigator(seed: int) -> list[Workload]:
+    return [workloads.knavigator(clusters.knavigator())]
+
+
+def _quick(seed: int) -> list[Workload]:
+    small = clusters.uniform(1000)
+    loaded = clusters.with_background(small, 0.5, seed)
+    return [
+        workloads.tas(loaded, 750, 4),
+        workloads.tas(small, 3, 1000),
+        workloads.disagg(loaded, 1.1, seed),
+        *_openb(seed),
+        *_knavigator(seed),
+    ]
+
+
+def _full(seed: int) -> list[Workload]:
+    return [*_tas(seed), *_disagg(seed), *_openb(seed), *_knavigator(seed)]
+
+
+SUITES: dict[str, Suite] = {
+    suite.name: suite
+    for suite in (
+        Suite("quick", PLACEMENT, _quick, "every workload kind at 1,000 nodes / openb (make bench, < 5 min)"),
+        Suite("full", PLACEMENT, _full, "every workload at its intended scale (make bench-full)"),
+        Suite("tas", PLACEMENT, _tas, "kube-scheduler TAS shapes on 5,000 nodes"),
+        Suite("disagg", PLACEMENT, _disagg, "disaggregated-inference gangs on 1,000 and 5,000 nodes"),
+        Suite("openb", PLACEMENT, _openb, "Alibaba openb trace as gangs, up to 130% demand"),
+        Suite("knavigator", PLACEMENT, _knavigator, "knavigator burst: 53 gangs on 32 nodes"),
+    )
+}

@@ -1,0 +1,144 @@
+"""Wiring: the one place that assembles grove-scheduler from runtime parts and the configuration.
+
+Why: the CLI, the end-to-end tests and the demo all need "a scheduler against this API server"; building it here
+once keeps them identical. Lifecycle (owned by the runtime `Manager`): health/metrics server → informers for
+pods, nodes, PodGangs and PriorityClasses (synced; their events already fill the queue) → leader election on the
+Lease → recovery of partially bound gangs → the scheduling loop and the PodGang status controller.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from grove_runtime.cache import Cache
+from grove_runtime.client import Client
+from grove_runtime.clock import Clock, LoopClock
+from grove_runtime.controller import Controller
+from grove_runtime.events import EventRecorder
+from grove_runtime.leaderelection import LeaderElector
+from grove_runtime.manager import Manager
+from grove_runtime.metrics import ControllerMetrics
+from grove_runtime.resources import NODES, PODS, PRIORITYCLASSES
+from grove_sched.binder import Binder
+from grove_sched.cache import SchedulerCache
+from grove_sched.config import SchedulerConfig
+from grove_sched.events import GangEvents
+from grove_sched.gangs import GangKey
+from grove_sched.handlers import NodeEvents, PodEvents, PodGangEvents, PriorityClassEvents
+from grove_sched.metrics import SchedulerMetrics
+from grove_sched.podgang_status import PODGANGS, PodGangStatusReconciler, StatusBook
+from grove_sched.queue import SchedulingQueue
+from grove_sched.recovery import RecoveryReport, recover
+from grove_sched.scheduler import GANG_INDEX, Scheduler, gang_index
+
+__all__ = ["SchedulerApp", "SchedulingRunnable", "build"]
+
+
+class SchedulingRunnable:
+    """Leader-only: recover partially bound gangs once, then run the scheduling loop."""
+
+    name = "grove-scheduler"
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self.recovery: RecoveryReport | None = None
+
+    async def run(self) -> None:
+        """Recovery, then the loop, until cancelled."""
+        self.recovery = await recover(self.scheduler)
+        await self.scheduler.run()
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerApp:
+    """The assembled scheduler: run `manager.run()`; the other fields are for tests and the demo."""
+
+    manager: Manager
+    scheduler: Scheduler
+    runnable: SchedulingRunnable
+    status: Controller
+    metrics: SchedulerMetrics
+
+
+def build(config: SchedulerConfig, client: Client, *, clock: Clock | None = None) -> SchedulerApp:
+    """Assemble a scheduler process against `client`."""
+    clock = clock or LoopClock()
+    registry = CollectorRegistry()
+    informers = Cache(client, clock=clock)
+    pods = informers.informer(PODS)
+    nodes = informers.informer(NODES)
+    podgangs = informers.informer(PODGANGS)
+    priorityclasses = informers.informer(PRIORITYCLASSES)
+    informers.add_index(PODS, GANG_INDEX, gang_index)
+    metrics = SchedulerMetrics(registry)
+    recorder = EventRecorder(client, config.scheduler_name, clock=clock)
+    book = StatusBook()
+    scheduler = Scheduler(
+        informers,
+        Binder(client, config.bind_concurrency),
+        GangEvents(recorder),
+        scheduler_name=config.scheduler_name,
+        queue=SchedulingQueue(
+            clock=clock,
+            initial_backoff=config.initial_backoff,
+            max_backoff=config.max_backoff,
+            flush_after=config.unschedulable_flush,
+        ),
+        cache=SchedulerCache(config.assumed_ttl),
+        book=book,
+        metrics=metrics,
+        options=config.placement,
+        clock=clock,
+    )
+
+    def pods_of(podgang: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+        meta = podgang.get("metadata") or {}
+        return scheduler.pods_of(GangKey(str(meta.get("namespace", "")), str(meta.get("name", ""))), podgang)
+
+    reconciler = PodGangStatusReconciler(
+        client,
+        book,
+        lambda key: informers.get(PODGANGS, key),
+        pods_of,
+        config.scheduler_name,
+        clock,
+    )
+    status = Controller(
+        "podgang-status",
+        reconciler,
+        workers=config.status_workers,
+        clock=clock,
+        metrics=ControllerMetrics("grove_scheduler", registry),
+    )
+    scheduler.set_status_trigger(status.enqueue)
+    pods.add_handler(PodEvents(scheduler, status.enqueue))
+    nodes.add_handler(NodeEvents(scheduler))
+    podgangs.add_handler(PodGangEvents(scheduler, status.enqueue))
+    priorityclasses.add_handler(PriorityClassEvents(scheduler))
+    elector = None
+    if config.leader_elect:
+        elector = LeaderElector(
+            client,
+            namespace=config.lease_namespace,
+            name=config.lease_name,
+            identity=config.identity or f"{socket.gethostname()}-{os.getpid()}",
+            clock=clock,
+        )
+    manager = Manager(
+        client,
+        cache=informers,
+        elector=elector,
+        registry=registry,
+        health_host=config.metrics_host,
+        health_port=config.metrics_port,
+    )
+    runnable = SchedulingRunnable(scheduler)
+    manager.add(runnable)
+    manager.add(status)
+    return SchedulerApp(manager, scheduler, runnable, status, metrics)

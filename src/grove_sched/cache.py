@@ -1,0 +1,225 @@
+"""The scheduler's optimistic view of node capacity: informer state plus the placements it has assumed.
+
+Why: binding is asynchronous (the binding cycle runs while the next gang is already being placed), and the
+informer learns about a bind only after the API server's watch event arrives. Without *assuming* a placement
+the next cycle would see the same free GPUs and place a second gang onto them. Assumed pods count against
+capacity exactly like bound ones until the informer confirms them or the binder forgets them.
+
+State of one pod in this cache (after kube-scheduler's cache interface)::
+
+                 assume()                 pod_upserted() with spec.nodeName
+      Initial ────────────▶ Assumed ──────────────────────────────────────▶ Bound
+         ▲                  │     │                                            │
+         │   forget()       │     │ finish_binding() + ttl expiry              │ pod_deleted() or
+         └──────────────────┘     └─────────────▶ Initial                      │ terminal phase
+         ▲                                                                     │
+         └─────────────────────────────────────────────────────────────────────┘
+
+`snapshot()` is taken once per scheduling cycle and never changes under the cycle that holds it. Building the
+numpy view from scratch costs ~0.4 s at 5,000 nodes and 50,000 pods, so the base (nodes + bound pods) is rebuilt
+only when a node changes, a pod already folded into it leaves, or more than `max_overlay` pods were bound since;
+pods bound since the last build and assumed pods are layered on top with `Snapshot.with_assumed` (~1 ms).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from grove_sched.model import BoundPod, NodeInfo
+from grove_sched.placement import Snapshot
+from grove_sched.podspec import bound_pod, is_terminal, node_info
+
+__all__ = ["PodKey", "SchedulerCache"]
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class PodKey:
+    """Namespace and name of a pod."""
+
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, pod: Obj) -> PodKey:
+        """Key of a pod dict."""
+        meta = pod.get("metadata") or {}
+        return cls(str(meta.get("namespace", "")), str(meta.get("name", "")))
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class _Assumed:
+    pod: BoundPod
+    uid: str
+    deadline: float | None = None
+
+
+class SchedulerCache:
+    """Nodes, bound pods and assumed pods; produces immutable snapshots for placement."""
+
+    def __init__(self, assumed_ttl: float = 30.0, max_overlay: int = 4096) -> None:
+        self._ttl = assumed_ttl
+        self._max_overlay = max_overlay
+        self._nodes: dict[str, NodeInfo] = {}
+        self._bound: dict[PodKey, BoundPod] = {}
+        self._assumed: dict[PodKey, _Assumed] = {}
+        self._label_keys: Counter[str] = Counter()
+        self._overlay: dict[PodKey, BoundPod] = {}
+        self._base: Snapshot | None = None
+        self._snapshot: Snapshot | None = None
+
+    # --- informer input -----------------------------------------------------------------------------------------
+
+    def node_upserted(self, node: Obj) -> None:
+        """A node was added or changed (labels, allocatable, taints, cordon)."""
+        info = node_info(node)
+        old = self._nodes.get(info.name)
+        if old == info:
+            return
+        if old is not None:
+            self._label_keys.subtract(old.labels.keys())
+        self._label_keys.update(info.labels.keys())
+        self._label_keys = +self._label_keys
+        self._nodes[info.name] = info
+        self._invalidate()
+
+    def node_deleted(self, name: str) -> None:
+        """A node disappeared; pods bound to it no longer consume anything we could place on."""
+        old = self._nodes.pop(name, None)
+        if old is not None:
+            self._label_keys.subtract(old.labels.keys())
+            self._label_keys = +self._label_keys
+            self._invalidate()
+
+    def pod_upserted(self, pod: Obj) -> None:
+        """A pod was added or changed: a bound pod confirms an assumption; a finished pod frees its node."""
+        key = PodKey.of(pod)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or is_terminal(pod):
+            self._drop_bound(key)
+            if is_terminal(pod) and self._assumed.pop(key, None) is not None:
+                self._snapshot = None
+            return
+        if self._assumed.pop(key, None) is not None:
+            self._snapshot = None
+        info = bound_pod(pod)
+        old = self._bound.get(key)
+        if old == info:
+            return
+        if old is not None:
+            self._drop_bound(key)
+        self._bound[key] = info
+        self._overlay[key] = info
+        self._snapshot = None
+
+    def pod_deleted(self, pod: Obj) -> None:
+        """A pod is gone: it neither consumes capacity nor stays assumed."""
+        key = PodKey.of(pod)
+        self._drop_bound(key)
+        if self._assumed.pop(key, None) is not None:
+            self._snapshot = None
+
+    def _drop_bound(self, key: PodKey) -> None:
+        """Stop counting a bound pod; only a pod already folded into the base snapshot forces a rebuild."""
+        if self._bound.pop(key, None) is None:
+            return
+        if self._overlay.pop(key, None) is None:
+            self._base = None
+        self._snapshot = None
+
+    # --- scheduler input ----------------------------------------------------------------------------------------
+
+    def assume(self, pods: Iterable[tuple[BoundPod, str]]) -> None:
+        """Count these (pod, uid) placements against capacity until confirmed or forgotten."""
+        for pod, uid in pods:
+            key = PodKey(pod.namespace, pod.name)
+            if key in self._bound:
+                raise ValueError(f"pod {key} is already bound to {self._bound[key].node}")
+            self._assumed[key] = _Assumed(pod, uid)
+        self._snapshot = None
+
+    def forget(self, keys: Iterable[PodKey]) -> None:
+        """Drop assumptions (the bind failed or was rolled back); a confirmed pod is left alone."""
+        for key in keys:
+            if self._assumed.pop(key, None) is not None:
+                self._snapshot = None
+
+    def finish_binding(self, keys: Iterable[PodKey], now: float) -> None:
+        """The binds were accepted; expire the assumptions if the informer never confirms them within the ttl."""
+        for key in keys:
+            entry = self._assumed.get(key)
+            if entry is not None:
+                entry.deadline = now + self._ttl
+
+    def cleanup_expired(self, now: float) -> list[PodKey]:
+        """Forget bound-but-unconfirmed assumptions whose ttl passed; returns their keys."""
+        expired = [k for k, e in self._assumed.items() if e.deadline is not None and e.deadline <= now]
+        self.forget(expired)
+        return expired
+
+    # --- queries ------------------------------------------------------------------------------------------------
+
+    def is_assumed(self, key: PodKey) -> bool:
+        """Whether the pod is assumed and not yet confirmed."""
+        return key in self._assumed
+
+    def assumed_node(self, key: PodKey) -> str | None:
+        """The node a pod is assumed on."""
+        entry = self._assumed.get(key)
+        return entry.pod.node if entry else None
+
+    def bound_node(self, key: PodKey) -> str | None:
+        """The node the informer says the pod is bound to."""
+        pod = self._bound.get(key)
+        return pod.node if pod else None
+
+    def node_labels(self, name: str) -> Mapping[str, str] | None:
+        """Labels of a known node."""
+        node = self._nodes.get(name)
+        return node.labels if node else None
+
+    @property
+    def node_label_keys(self) -> frozenset[str]:
+        """Every label key carried by at least one node."""
+        return frozenset(self._label_keys)
+
+    @property
+    def num_nodes(self) -> int:
+        """Known nodes."""
+        return len(self._nodes)
+
+    @property
+    def num_assumed(self) -> int:
+        """Pods assumed and not yet confirmed."""
+        return len(self._assumed)
+
+    def snapshot(self) -> Snapshot:
+        """An immutable view of nodes with bound and assumed pods subtracted from their capacity."""
+        if self._snapshot is not None:
+            return self._snapshot
+        if self._base is None or len(self._overlay) > self._max_overlay:
+            self._base = Snapshot.build(list(self._nodes.values()), list(self._bound.values()))
+            self._overlay.clear()
+        layered = list(self._overlay.values()) + [entry.pod for entry in self._assumed.values()]
+        if not layered:
+            self._snapshot = self._base
+            return self._snapshot
+        try:
+            self._snapshot = self._base.with_assumed(layered)
+        except KeyError:  # a pod requests a resource no node offers: a full build knows every resource
+            self._invalidate()
+            everything = list(self._bound.values()) + [entry.pod for entry in self._assumed.values()]
+            self._snapshot = Snapshot.build(list(self._nodes.values()), everything)
+        return self._snapshot
+
+    def _invalidate(self) -> None:
+        self._base = None
+        self._overlay.clear()
+        self._snapshot = None

@@ -1,0 +1,78 @@
+"""`grove-scheduler`: parse flags, configure JSON logging, build the scheduler and run it until told to stop.
+
+Exit codes: 0 after SIGTERM/SIGINT, 1 when the Lease was lost (the process must restart to re-join the election,
+as controller-runtime prescribes) or a component crashed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+import structlog
+
+from grove_runtime import logging as grove_logging
+from grove_runtime.client import KubeClient
+from grove_runtime.leaderelection import LeadershipLost
+from grove_sched.app import build
+from grove_sched.config import SchedulerConfig
+
+__all__ = ["main", "parse_args"]
+
+log = structlog.get_logger("grove_sched.cli")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
+    """Flags → configuration."""
+    defaults = SchedulerConfig()
+    parser = argparse.ArgumentParser(prog="grove-scheduler", description="CP-SAT gang scheduler for Grove PodGangs.")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster service account)")
+    parser.add_argument("--scheduler-name", default=defaults.scheduler_name, help="spec.schedulerName to serve")
+    parser.add_argument(
+        "--metrics-port", type=int, default=defaults.metrics_port, help="port of /metrics, /healthz, /readyz (0: any)"
+    )
+    parser.add_argument(
+        "--leader-elect", action=argparse.BooleanOptionalAction, default=defaults.leader_elect, help="use a Lease"
+    )
+    parser.add_argument("--lease-name", default=defaults.lease_name)
+    parser.add_argument("--lease-namespace", default=defaults.lease_namespace)
+    parser.add_argument("--bind-concurrency", type=int, default=defaults.bind_concurrency)
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    return SchedulerConfig(
+        scheduler_name=args.scheduler_name,
+        kubeconfig=args.kubeconfig,
+        metrics_port=args.metrics_port,
+        leader_elect=args.leader_elect,
+        lease_name=args.lease_name,
+        lease_namespace=args.lease_namespace,
+        bind_concurrency=args.bind_concurrency,
+        log_level=args.log_level,
+    )
+
+
+async def run(config: SchedulerConfig) -> int:
+    """Run one scheduler process; returns the exit code."""
+    client = await KubeClient.from_kubeconfig(config.kubeconfig)
+    try:
+        app = build(config, client)
+        await app.manager.run()
+        return 0
+    except LeadershipLost as exc:
+        log.error("leadership lost, exiting", lease=str(exc))
+        return 1
+    finally:
+        await client.close()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point `grove-scheduler`."""
+    config = parse_args(argv)
+    grove_logging.configure(config.log_level)
+    sys.exit(asyncio.run(run(config)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""The scheduler's configuration: one frozen value built by the CLI (or a test) and read by every component.
+
+Why one dataclass: the knobs (scheduler name, lease, ports, concurrency, backoff, placement limits) are few, and
+keeping them together makes the wiring in `grove_sched.app` the only place that interprets them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grove_sched.model import PlacementOptions
+
+__all__ = ["SchedulerConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """Everything `grove-scheduler` can be told; the defaults are the production ones."""
+
+    scheduler_name: str = "grove-scheduler"
+    kubeconfig: str | None = None
+    metrics_port: int | None = 8080
+    metrics_host: str = "0.0.0.0"
+    leader_elect: bool = True
+    lease_name: str = "grove-scheduler"
+    lease_namespace: str = "grove-system"
+    identity: str | None = None
+    bind_concurrency: int = 32
+    initial_backoff: float = 1.0
+    max_backoff: float = 10.0
+    unschedulable_flush: float = 30.0
+    assumed_ttl: float = 30.0
+    status_workers: int = 4
+    log_level: str = "INFO"
+    placement: PlacementOptions = field(default_factory=PlacementOptions)

@@ -1,0 +1,65 @@
+"""The Events the scheduler records, in one place so their reasons and wording stay consistent.
+
+Why: `kubectl describe pod` is where people look first. `FailedScheduling` (Warning) goes on every pod of the gang
+and on the PodGang with the placement's reasons; `Scheduled` (Normal) on each pod says where it went, with the
+same message kube-scheduler uses. Recording is best effort (the runtime `EventRecorder` logs API failures).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+__all__ = ["FAILED_SCHEDULING", "SCHEDULED", "EventSink", "GangEvents"]
+
+FAILED_SCHEDULING = "FailedScheduling"
+SCHEDULED = "Scheduled"
+_POD = {"apiVersion": "v1", "kind": "Pod"}
+_PODGANG = {"apiVersion": "scheduler.grove.io/v1alpha1", "kind": "PodGang"}
+
+
+class EventSink(Protocol):
+    """What `grove_runtime.events.EventRecorder` offers."""
+
+    async def normal(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
+        """Record a Normal event."""
+        ...
+
+    async def warning(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
+        """Record a Warning event."""
+        ...
+
+
+def _typed(obj: Mapping[str, Any], kind: Mapping[str, str]) -> dict[str, Any]:
+    """Objects from list responses lack apiVersion/kind; the Event's involvedObject needs them."""
+    return {**obj, **kind}
+
+
+class GangEvents:
+    """Records the scheduler's Events through an `EventSink`."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self._sink = sink
+
+    async def failed(
+        self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], reasons: Iterable[str]
+    ) -> None:
+        """FailedScheduling on the PodGang and each pod, with every reason."""
+        message = "; ".join(reasons) or "the gang could not be placed"
+        calls = [self._sink.warning(_typed(p, _POD), FAILED_SCHEDULING, message) for p in pods]
+        if podgang is not None:
+            calls.append(self._sink.warning(_typed(podgang, _PODGANG), FAILED_SCHEDULING, message))
+        await asyncio.gather(*calls)
+
+    async def scheduled(self, pods: Mapping[str, Mapping[str, Any]], assignments: Mapping[str, str]) -> None:
+        """Scheduled on each bound pod: "Successfully assigned ns/pod to node"."""
+        calls = []
+        for name, node in sorted(assignments.items()):
+            pod = pods.get(name)
+            if pod is not None:
+                ns = (pod.get("metadata") or {}).get("namespace", "")
+                calls.append(
+                    self._sink.normal(_typed(pod, _POD), SCHEDULED, f"Successfully assigned {ns}/{name} to {node}")
+                )
+        await asyncio.gather(*calls)

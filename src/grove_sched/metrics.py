@@ -1,0 +1,75 @@
+"""Prometheus metrics of the scheduler (`grove_scheduler_*`), on a registry the manager serves at `/metrics`.
+
+Why these: they answer the operational questions about a gang scheduler: how long does a ready gang wait until
+its last pod is bound (`gang_scheduling_duration_seconds`), how much of that is the solver (`solve_duration_seconds`)
+and the API (`bind_duration_seconds`), how attempts end (`schedule_attempts_total{result}`), how many gangs wait
+in each queue room (`pending_gangs{room}`), and how good the placements are (`placement_score`).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["SchedulerMetrics"]
+
+_FAST = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5)
+_SLOW = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+
+
+class SchedulerMetrics:
+    """The scheduler's metric objects, created once per registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, prefix: str = "grove_scheduler") -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.gang_latency = Histogram(
+            f"{prefix}_gang_scheduling_duration_seconds",
+            "Time from a gang becoming ready to its last bind.",
+            buckets=_SLOW,
+            registry=self.registry,
+        )
+        self.solve_time = Histogram(
+            f"{prefix}_solve_duration_seconds",
+            "Wall time of one placement (pre-filter, greedy and CP-SAT).",
+            buckets=_FAST,
+            registry=self.registry,
+        )
+        self.bind_time = Histogram(
+            f"{prefix}_bind_duration_seconds",
+            "Wall time of binding one gang (all binding POSTs, plus rollback on failure).",
+            buckets=_SLOW,
+            registry=self.registry,
+        )
+        self.attempts = Counter(
+            f"{prefix}_schedule_attempts_total",
+            "Scheduling attempts by result (scheduled, unschedulable, invalid, bind_failed, error).",
+            ["result"],
+            registry=self.registry,
+        )
+        self.pending = Gauge(
+            f"{prefix}_pending_gangs",
+            "Gangs in the scheduling queue by room (active, backoff, unschedulable, in_flight).",
+            ["room"],
+            registry=self.registry,
+        )
+        self.score = Histogram(
+            f"{prefix}_placement_score",
+            "Placement score of bound gangs (1.0 = proven best).",
+            buckets=(0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0),
+            registry=self.registry,
+        )
+        self.rollbacks = Counter(
+            f"{prefix}_gang_rollbacks_total",
+            "Gangs whose partial binds were rolled back by deleting the bound pods, by cause (bind, recovery).",
+            ["cause"],
+            registry=self.registry,
+        )
+        self.pods_bound = Counter(
+            f"{prefix}_pods_bound_total",
+            "Pods bound.",
+            registry=self.registry,
+        )
+
+    def set_pending(self, counts: dict[str, int]) -> None:
+        """Update the pending-gangs gauge from the queue's room counts."""
+        for room, value in counts.items():
+            self.pending.labels(room=room).set(value)

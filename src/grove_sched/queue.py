@@ -1,0 +1,276 @@
+"""The scheduling queue: which gang the serial scheduling cycle looks at next, and when a failed one comes back.
+
+Why three rooms (after kube-scheduler's activeQ / backoffQ / unschedulable pods):
+
+* **active**: gangs worth an attempt now, highest priority first, then oldest first (then name, so ties are
+  deterministic);
+* **backoff**: gangs that failed recently wait `initial * 2**(attempts-1)` seconds (capped) before they become
+  active again, whatever woke them, so a gang can never spin the scheduler in a hot loop;
+* **unschedulable**: gangs the placement rejected wait for a cluster event that could help (`move_all`: node added,
+  uncordoned or changed, a pod deleted or finished) or for their own PodGang/pods to change (`add`), or for the
+  periodic flush after `flush_after` seconds; then they go to backoff (if their backoff has not expired) or active.
+
+Transitions::
+
+    add ──▶ active ──pop()──▶ in flight ──done(SCHEDULED)──▶ (forgotten)
+              ▲                   │  └────done(ERROR)────────▶ backoff ──expiry──▶ active
+              │                   └──done(UNSCHEDULABLE)─────▶ unschedulable ──event/flush──▶ backoff | active
+
+An event that arrives while a gang is in flight is remembered: if that attempt then ends unschedulable, the gang
+goes to backoff instead of waiting for another event that may never come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import heapq
+import itertools
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from grove_runtime.clock import Clock, LoopClock
+
+__all__ = ["Outcome", "QueueClosed", "Room", "SchedulingQueue"]
+
+K = TypeVar("K", bound=Hashable)
+
+
+class Outcome(enum.Enum):
+    """How an attempt ended; each value's requeue consequence is in the module docstring."""
+
+    SCHEDULED = "scheduled"
+    UNSCHEDULABLE = "unschedulable"
+    ERROR = "error"
+
+
+class Room(enum.Enum):
+    """Where a gang currently is."""
+
+    ACTIVE = "active"
+    BACKOFF = "backoff"
+    UNSCHEDULABLE = "unschedulable"
+    IN_FLIGHT = "in_flight"
+
+
+class QueueClosed(Exception):
+    """Raised by `pop` once the queue is closed."""
+
+
+@dataclass(slots=True)
+class _Entry:
+    priority: int
+    since: float
+    room: Room
+    attempts: int = 0
+    backoff_until: float = 0.0
+    parked_at: float = 0.0
+    version: int = 0
+    event_in_flight: bool = False
+    readd: bool = False
+
+
+class SchedulingQueue(Generic[K]):
+    """Active / backoff / unschedulable rooms; every method but `pop` is synchronous and O(log n)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        flush_after: float = 30.0,
+    ) -> None:
+        self._clock = clock or LoopClock()
+        self._initial = initial_backoff
+        self._max = max_backoff
+        self._flush_after = flush_after
+        self._entries: dict[K, _Entry] = {}
+        self._active: list[tuple[int, float, str, int, K]] = []
+        self._backoff: list[tuple[float, int, int, K]] = []
+        self._seq = itertools.count()
+        self._wake = asyncio.Event()
+        self._closed = False
+
+    # --- inspection ---------------------------------------------------------------------------------------------
+
+    def room(self, key: K) -> Room | None:
+        """The room `key` is in, or None when the queue does not hold it."""
+        entry = self._entries.get(key)
+        return entry.room if entry else None
+
+    def counts(self) -> dict[Room, int]:
+        """Number of gangs per room (for the pending-gangs gauge)."""
+        out = dict.fromkeys(Room, 0)
+        for entry in self._entries.values():
+            out[entry.room] += 1
+        return out
+
+    def attempts(self, key: K) -> int:
+        """Consecutive failed attempts of `key`."""
+        entry = self._entries.get(key)
+        return entry.attempts if entry else 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # --- input --------------------------------------------------------------------------------------------------
+
+    def add(self, key: K, priority: int = 0, since: float | None = None) -> None:
+        """The gang may be ready (new, or its PodGang/pods changed): queue it, or wake it if unschedulable."""
+        if self._closed:
+            return
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = _Entry(priority, self._clock.monotonic() if since is None else since, Room.ACTIVE)
+            self._entries[key] = entry
+            self._push_active(key, entry)
+            return
+        changed = entry.priority != priority
+        entry.priority = priority
+        if entry.room is Room.IN_FLIGHT:
+            entry.event_in_flight = True
+            entry.readd = True
+        elif entry.room is Room.UNSCHEDULABLE:
+            self._release(key, entry)
+        elif entry.room is Room.ACTIVE and changed:
+            self._push_active(key, entry)
+
+    def held(self) -> list[K]:
+        """Every gang the queue holds, in any room."""
+        return list(self._entries)
+
+    def set_priority(self, key: K, priority: int) -> None:
+        """Change a held gang's priority (a PriorityClass appeared or changed) without waking it."""
+        entry = self._entries.get(key)
+        if entry is None or entry.priority == priority:
+            return
+        entry.priority = priority
+        if entry.room is Room.ACTIVE:
+            self._push_active(key, entry)
+
+    def move_all(self) -> int:
+        """A cluster event that could make room: release every unschedulable gang; returns how many moved."""
+        moved = 0
+        for key, entry in list(self._entries.items()):
+            if entry.room is Room.UNSCHEDULABLE:
+                self._release(key, entry)
+                moved += 1
+            elif entry.room is Room.IN_FLIGHT:
+                entry.event_in_flight = True
+        return moved
+
+    def remove(self, key: K) -> None:
+        """Stop tracking `key` (gang deleted or fully bound); an in-flight attempt's `done` becomes a no-op."""
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            entry.version += 1
+
+    def done(self, key: K, outcome: Outcome) -> None:
+        """Record the end of an attempt popped earlier."""
+        entry = self._entries.get(key)
+        if entry is None or entry.room is not Room.IN_FLIGHT or self._closed:
+            return
+        now = self._clock.monotonic()
+        event, readd = entry.event_in_flight, entry.readd
+        entry.event_in_flight = entry.readd = False
+        if outcome is Outcome.SCHEDULED:
+            entry.attempts = 0
+            if readd:
+                entry.room = Room.ACTIVE
+                self._push_active(key, entry)
+            else:
+                del self._entries[key]
+            return
+        entry.attempts += 1
+        entry.backoff_until = now + self.backoff(entry.attempts)
+        if outcome is Outcome.UNSCHEDULABLE and not event:
+            entry.room = Room.UNSCHEDULABLE
+            entry.parked_at = now
+            entry.version += 1
+            self._wake.set()
+            return
+        self._to_backoff(key, entry)
+
+    def backoff(self, attempts: int) -> float:
+        """Backoff after `attempts` consecutive failures."""
+        if attempts <= 0:
+            return 0.0
+        return float(min(self._max, self._initial * 2 ** min(attempts - 1, 62)))
+
+    # --- output -------------------------------------------------------------------------------------------------
+
+    async def pop(self) -> K:
+        """Wait for the best active gang and mark it in flight; raises QueueClosed after `close`."""
+        while True:
+            if self._closed:
+                raise QueueClosed()
+            now = self._clock.monotonic()
+            self._flush(now)
+            while self._active:
+                _, _, _, version, key = heapq.heappop(self._active)
+                entry = self._entries.get(key)
+                if entry is not None and entry.room is Room.ACTIVE and entry.version == version:
+                    entry.room = Room.IN_FLIGHT
+                    entry.version += 1
+                    return key
+            self._wake.clear()
+            await self._wait(self._next_deadline())
+
+    def close(self) -> None:
+        """Wake and fail every `pop`; later input is ignored."""
+        self._closed = True
+        self._wake.set()
+
+    # --- internals ----------------------------------------------------------------------------------------------
+
+    def _push_active(self, key: K, entry: _Entry) -> None:
+        entry.version += 1
+        heapq.heappush(self._active, (-entry.priority, entry.since, repr(key), entry.version, key))
+        self._wake.set()
+
+    def _to_backoff(self, key: K, entry: _Entry) -> None:
+        entry.room = Room.BACKOFF
+        entry.version += 1
+        heapq.heappush(self._backoff, (entry.backoff_until, next(self._seq), entry.version, key))
+        self._wake.set()
+
+    def _release(self, key: K, entry: _Entry) -> None:
+        if entry.backoff_until > self._clock.monotonic():
+            self._to_backoff(key, entry)
+        else:
+            entry.room = Room.ACTIVE
+            self._push_active(key, entry)
+
+    def _flush(self, now: float) -> None:
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, version, key = heapq.heappop(self._backoff)
+            entry = self._entries.get(key)
+            if entry is not None and entry.room is Room.BACKOFF and entry.version == version:
+                entry.room = Room.ACTIVE
+                self._push_active(key, entry)
+        for key, entry in list(self._entries.items()):
+            if entry.room is Room.UNSCHEDULABLE and entry.parked_at + self._flush_after <= now:
+                self._release(key, entry)
+
+    def _next_deadline(self) -> float | None:
+        deadlines = [self._backoff[0][0]] if self._backoff else []
+        parked = [e.parked_at for e in self._entries.values() if e.room is Room.UNSCHEDULABLE]
+        if parked:
+            deadlines.append(min(parked) + self._flush_after)
+        return min(deadlines) if deadlines else None
+
+    async def _wait(self, deadline: float | None) -> None:
+        waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(self._wake.wait())}
+        if deadline is not None:
+            waiters.add(asyncio.ensure_future(self._clock.sleep(deadline - self._clock.monotonic())))
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for fut in waiters:
+                fut.cancel()
+            for fut in waiters:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await fut

@@ -1,0 +1,89 @@
+"""The runner, report and CLI end to end on tiny workloads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from benchmarks.__main__ import main
+from benchmarks.harness import clusters, report, workloads
+from benchmarks.harness.runner import InvalidDecision, default_strategies, run_sequential, run_workload
+from benchmarks.harness.strategies import Decision
+from benchmarks.harness.workloads import Workload
+
+from grove_sched.model import GangRequest
+from grove_sched.placement import Snapshot
+
+
+def _tiny() -> Workload:
+    cluster = clusters.with_background(clusters.uniform(16, nodes_per_rack=4, racks_per_block=2), 0.4, seed=1)
+    return workloads.disagg(cluster, 1.2, seed=2)
+
+
+def test_every_strategy_runs_the_same_workload_end_to_end(tmp_path: Path) -> None:
+    """All strategies place the same gangs; counts, curves and the report files are consistent."""
+    workload = _tiny()
+    result = run_workload(workload, default_strategies(), progress=False)
+    assert [s.strategy for s in result.summaries] == ["first-fit", "best-fit", "kai-greedy", "cpsat"]
+    for summary in result.summaries:
+        curve = result.curves[summary.strategy]
+        assert len(curve) == len(workload.gangs)
+        assert curve == sorted(curve)
+        assert 0 < summary.gangs_placed < summary.gangs
+        assert summary.gpus_placed <= result.bound_gpus + 1e-6
+        assert 0.0 <= summary.gap <= 1.0
+    folder = report.write([result], "tiny", tmp_path, "python -m benchmarks tiny")
+    data = json.loads((folder / "results.json").read_text())
+    assert data["workloads"][0]["gangs"] == len(workload.gangs)
+    assert (folder / "allocation.png").stat().st_size > 0
+    assert "| cpsat |" in (tmp_path / "latest.md").read_text()
+
+
+def test_knavigator_wave_replay_reaches_nine_full_waves() -> None:
+    """First fit packs knavigator's 288 whole-node pods into the ideal 9 waves at 100% occupancy."""
+    workload = workloads.knavigator(clusters.knavigator())
+    result = run_workload(workload, default_strategies(["first-fit"]), progress=False)
+    (summary,) = result.summaries
+    assert summary.gangs_placed == 53
+    assert summary.waves == summary.ideal_waves == 9
+    assert summary.occupancy_pct == pytest.approx(100.0)
+
+
+class _Cheater:
+    """A strategy that puts every pod on the first node, whatever it costs."""
+
+    name = "cheater"
+
+    def __call__(self, snapshot: Snapshot, gang: GangRequest) -> Decision | None:
+        node = snapshot.node_names[0]
+        return Decision({pod.name: node for grp in gang.groups for pod in grp.pods})
+
+
+def test_invalid_decisions_abort_the_run() -> None:
+    """A decision that over-commits a node is caught before it is committed."""
+    workload = _tiny()
+    base = Snapshot.build(workload.cluster.nodes, workload.cluster.background)
+    with pytest.raises(InvalidDecision, match="cheater"):
+        run_sequential(workload, _Cheater(), base, progress=False)
+
+
+def test_cli_runs_a_suite_and_refuses_e2e(tmp_path: Path) -> None:
+    """The CLI writes latest.md for a placement suite and explains that e2e is not available yet."""
+    args = ["knavigator", "--out", str(tmp_path), "--strategies", "first-fit", "--no-progress", "--no-plots"]
+    assert main(args) == 0
+    assert "knavigator" in (tmp_path / "knavigator" / "latest.md").read_text()
+    assert main(["e2e"]) == 2
+    with pytest.raises(ValueError, match="unknown strategies"):
+        default_strategies(["nope"])
+
+
+def test_wave_replay_stops_on_gangs_that_never_fit() -> None:
+    """A gang larger than the whole cluster stays unplaced and does not add an empty wave."""
+    burst = workloads.knavigator(clusters.knavigator())
+    huge = GangRequest("huge", "bench", (workloads.group("huge", 40, 8, cpu=96_000, memory=2**40),))
+    workload = Workload(burst.name, burst.cluster, (*burst.gangs, huge), burst.description, waves=True)
+    (summary,) = run_workload(workload, default_strategies(["best-fit"]), progress=False).summaries
+    assert summary.gangs_placed == 53
+    assert summary.waves == 9
+    assert summary.occupancy_pct == pytest.approx(100.0)

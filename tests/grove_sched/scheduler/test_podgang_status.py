@@ -1,0 +1,122 @@
+"""PodGang status: phase, the Scheduled condition and placementScore, merged without fighting `Initialized`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grove_runtime.keys import ObjectKey
+from grove_sched.podgang_status import ScheduledState, StatusBook, compute_phase, status_patch
+
+from .kit import pod, podgang
+
+NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.UTC)
+INIT = {
+    "type": "Initialized",
+    "status": "True",
+    "reason": "PodGangPodsCreated",
+    "message": "",
+    "lastTransitionTime": "2026-05-01T11:00:00Z",
+}
+OK = ScheduledState(True, "Scheduled", "placed 2 pods", 0.9)
+
+
+def apply(obj: dict[str, Any], patch: dict[str, Any] | None) -> dict[str, Any]:
+    """Apply a status merge patch the way the API server would (lists replaced wholesale)."""
+    if patch is None:
+        return obj
+    status = dict(obj.get("status") or {})
+    status.update(patch["status"])
+    return {**obj, "status": status}
+
+
+def test_scheduled_condition_keeps_initialized() -> None:
+    """Writing Scheduled keeps the operator's Initialized condition, unchanged and in place."""
+    pg = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
+    patch = status_patch(pg, "Starting", OK, NOW)
+    assert patch is not None
+    conds = patch["status"]["conditions"]
+    assert conds[0] == INIT
+    assert conds[1]["type"] == "Scheduled"
+    assert conds[1]["status"] == "True"
+    assert patch["status"]["placementScore"] == 0.9
+    assert patch["status"]["phase"] == "Starting"
+    assert "resourceVersion" not in str(patch)
+
+
+def test_no_patch_when_status_already_matches() -> None:
+    """A second reconcile after our write is a no-op."""
+    pg = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
+    written = apply(pg, status_patch(pg, "Starting", OK, NOW))
+    assert status_patch(written, "Starting", OK, NOW + dt.timedelta(minutes=1)) is None
+
+
+def test_reapplied_after_operator_wipes_conditions() -> None:
+    """The operator's one-element merge patch drops our condition; the next patch restores it beside Initialized."""
+    pg = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
+    ours = apply(pg, status_patch(pg, "Starting", OK, NOW))
+    operator = {**ours, "status": {**ours["status"], "phase": "Pending", "conditions": [INIT]}}
+    patch = status_patch(operator, "Starting", OK, NOW)
+    assert patch is not None
+    assert [c["type"] for c in patch["status"]["conditions"]] == ["Initialized", "Scheduled"]
+    assert patch["status"]["phase"] == "Starting"
+
+
+def test_transition_time_changes_only_with_status() -> None:
+    """lastTransitionTime stays when only the message changes and moves when the status flips."""
+    pg = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
+    bad = apply(pg, status_patch(pg, "Pending", ScheduledState(False, "Unschedulable", "no room"), NOW))
+    later = NOW + dt.timedelta(minutes=5)
+    worse = apply(bad, status_patch(bad, "Pending", ScheduledState(False, "Unschedulable", "still none"), later))
+    cond = worse["status"]["conditions"][1]
+    assert cond["message"] == "still none"
+    assert cond["lastTransitionTime"] == "2026-05-01T12:00:00Z"
+    good = apply(worse, status_patch(worse, "Starting", OK, later))
+    assert good["status"]["conditions"][1]["lastTransitionTime"] == "2026-05-01T12:05:00Z"
+
+
+def test_without_verdict_only_phase_is_written() -> None:
+    """With no verdict recorded (e.g. after a restart) the found conditions are left exactly as they are."""
+    pg = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
+    assert status_patch(pg, "Running", None, NOW) == {"status": {"phase": "Running"}}
+
+
+def test_phase_follows_pods() -> None:
+    """Pending until every group's minimum is bound, Starting until those run, then Running."""
+    pg = podgang("g", {"x": (["a", "b"], 2), "y": (["c"], 1)})
+    pods = {"a": pod("a", node_name="n"), "b": pod("b"), "c": pod("c", node_name="n")}
+    assert compute_phase(pg, pods) == "Pending"
+    pods["b"] = pod("b", node_name="n")
+    assert compute_phase(pg, pods) == "Starting"
+    pods = {n: pod(n, node_name="n", phase="Running") for n in "abc"}
+    assert compute_phase(pg, pods) == "Running"
+
+
+def test_book_keeps_score_on_rescheduled_verdict() -> None:
+    """A later scheduled verdict without a score keeps the last score."""
+    book = StatusBook()
+    key = ObjectKey("default", "g")
+    book.record(key, OK)
+    book.record(key, ScheduledState(True, "Scheduled", "again"))
+    state = book.get(key)
+    assert state is not None
+    assert state.score == 0.9
+
+
+conditions = st.lists(
+    st.sampled_from(["Initialized", "Ready", "Unhealthy", "DisruptionTarget", "Scheduled"]), unique=True
+).map(lambda types: [{**INIT, "type": t} for t in types])
+
+
+@given(conditions, st.booleans())
+def test_foreign_conditions_survive_any_merge(found: list[dict[str, Any]], scheduled: bool) -> None:
+    """Every condition that is not Scheduled comes out of the merge unchanged and in its order."""
+    pg = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": found})
+    state = OK if scheduled else ScheduledState(False, "Unschedulable", "no")
+    result = apply(pg, status_patch(pg, "Pending", state, NOW))
+    merged = result["status"]["conditions"]
+    assert [c for c in merged if c["type"] != "Scheduled"] == [c for c in found if c["type"] != "Scheduled"]
+    assert sum(1 for c in merged if c["type"] == "Scheduled") == 1

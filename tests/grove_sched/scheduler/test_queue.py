@@ -1,0 +1,208 @@
+"""Scheduling queue: ordering, backoff, unschedulable moves, flush, and no hot loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grove_runtime.clock import FakeClock
+from grove_sched.queue import Outcome, QueueClosed, Room, SchedulingQueue
+
+
+def make(clock: FakeClock | None = None, **kw: float) -> SchedulingQueue[str]:
+    return SchedulingQueue(clock=clock or FakeClock(), initial_backoff=1.0, max_backoff=8.0, flush_after=30.0, **kw)
+
+
+async def pop_now(q: SchedulingQueue[str]) -> str | None:
+    """Pop if something is active right now, else None (without advancing time)."""
+    task = asyncio.ensure_future(q.pop())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    if task.done():
+        return task.result()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return None
+
+
+async def test_priority_then_age_then_name() -> None:
+    """Higher priority pops first; equal priority pops oldest first, then by name."""
+    q = make()
+    q.add("old-low", priority=0, since=1.0)
+    q.add("new-high", priority=10, since=5.0)
+    q.add("b-mid", priority=5, since=3.0)
+    q.add("a-mid", priority=5, since=3.0)
+    q.add("older-mid", priority=5, since=2.0)
+    order = [await q.pop() for _ in range(5)]
+    assert order == ["new-high", "older-mid", "a-mid", "b-mid", "old-low"]
+
+
+async def test_priority_update_reorders_active_gang() -> None:
+    """Re-adding an active gang with a higher priority moves it ahead."""
+    q = make()
+    q.add("a", priority=1, since=1.0)
+    q.add("b", priority=2, since=2.0)
+    q.add("a", priority=3, since=1.0)
+    assert await q.pop() == "a"
+    assert await q.pop() == "b"
+
+
+async def test_error_goes_to_backoff_with_exponential_delay() -> None:
+    """After an error the gang is not handed out until its backoff (1 s, then 2 s) expires."""
+    clock = FakeClock()
+    q = make(clock)
+    q.add("g")
+    assert await q.pop() == "g"
+    q.done("g", Outcome.ERROR)
+    assert q.room("g") is Room.BACKOFF
+    assert await pop_now(q) is None
+    clock.advance(1.0)
+    assert await pop_now(q) == "g"
+    q.done("g", Outcome.ERROR)
+    clock.advance(1.5)
+    assert await pop_now(q) is None
+    clock.advance(0.5)
+    assert await pop_now(q) == "g"
+
+
+async def test_unschedulable_waits_for_an_event() -> None:
+    """An unschedulable gang stays parked (even past its backoff) until a cluster event moves it."""
+    clock = FakeClock()
+    q = make(clock)
+    q.add("g")
+    await q.pop()
+    q.done("g", Outcome.UNSCHEDULABLE)
+    assert q.room("g") is Room.UNSCHEDULABLE
+    clock.advance(5.0)
+    assert await pop_now(q) is None
+    assert q.move_all() == 1
+    assert await pop_now(q) == "g"
+
+
+async def test_event_before_backoff_expiry_goes_to_backoff() -> None:
+    """A gang woken by an event during its backoff waits for the backoff, never retrying at once."""
+    clock = FakeClock()
+    q = make(clock)
+    q.add("g")
+    await q.pop()
+    q.done("g", Outcome.UNSCHEDULABLE)
+    q.move_all()
+    assert q.room("g") is Room.BACKOFF
+    assert await pop_now(q) is None
+    clock.advance(1.0)
+    assert await pop_now(q) == "g"
+
+
+async def test_event_during_attempt_is_not_lost() -> None:
+    """An event that arrives while the gang is in flight sends an unschedulable result to backoff, not to park."""
+    q = make()
+    q.add("g")
+    await q.pop()
+    q.move_all()
+    q.done("g", Outcome.UNSCHEDULABLE)
+    assert q.room("g") is Room.BACKOFF
+
+
+async def test_own_change_wakes_parked_gang() -> None:
+    """`add` for a parked gang (its PodGang or pods changed) releases it."""
+    clock = FakeClock()
+    q = make(clock)
+    q.add("g")
+    await q.pop()
+    q.done("g", Outcome.UNSCHEDULABLE)
+    clock.advance(2.0)
+    q.add("g")
+    assert q.room("g") is Room.ACTIVE
+
+
+async def test_periodic_flush_releases_parked_gangs() -> None:
+    """Without any event a parked gang comes back after the flush interval."""
+    clock = FakeClock()
+    q = make(clock)
+    q.add("g")
+    await q.pop()
+    q.done("g", Outcome.UNSCHEDULABLE)
+    waiter = asyncio.ensure_future(q.pop())
+    for _ in range(100):
+        if clock.sleepers:
+            break
+        await asyncio.sleep(0)
+    clock.advance(29.0)
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    clock.advance(1.0)
+    assert await asyncio.wait_for(waiter, 5) == "g"
+
+
+async def test_scheduled_forgets_and_readd_during_flight_requeues() -> None:
+    """SCHEDULED drops the gang, unless it was re-added while in flight."""
+    q = make()
+    q.add("a")
+    q.add("b")
+    await q.pop()
+    q.done("a", Outcome.SCHEDULED)
+    assert q.room("a") is None
+    await q.pop()
+    q.add("b")
+    q.done("b", Outcome.SCHEDULED)
+    assert q.room("b") is Room.ACTIVE
+
+
+async def test_remove_and_close() -> None:
+    """Removed gangs are never popped; close wakes a waiting pop with QueueClosed."""
+    q = make()
+    q.add("a")
+    q.remove("a")
+    waiter = asyncio.ensure_future(q.pop())
+    await asyncio.sleep(0)
+    q.close()
+    with pytest.raises(QueueClosed):
+        await waiter
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.sampled_from(["error", "unschedulable", "event"]), min_size=1, max_size=12))
+def test_never_hot_loops(steps: list[str]) -> None:
+    """Whatever mix of failures and events, a failed gang is never handed out again without time passing."""
+
+    async def scenario() -> None:
+        clock = FakeClock()
+        q = make(clock)
+        q.add("g")
+        assert await q.pop() == "g"
+        for step in steps:
+            if step == "event":
+                q.move_all()
+                continue
+            q.done("g", Outcome.ERROR if step == "error" else Outcome.UNSCHEDULABLE)
+            q.move_all()
+            assert await pop_now(q) is None
+            clock.advance(q.backoff(q.attempts("g")))
+            assert await pop_now(q) == "g"
+
+    asyncio.run(scenario())
+
+
+def test_backoff_is_capped() -> None:
+    """Backoff doubles from the initial value up to the cap."""
+    q = make()
+    assert [q.backoff(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+
+
+async def test_set_priority_reorders_without_waking() -> None:
+    """A priority change reorders active gangs but leaves a parked gang parked."""
+    q = make()
+    q.add("a", priority=1, since=1.0)
+    q.add("b", priority=1, since=2.0)
+    q.add("parked", priority=10, since=0.0)
+    assert await q.pop() == "parked"
+    q.done("parked", Outcome.UNSCHEDULABLE)
+    q.set_priority("b", 5)
+    q.set_priority("parked", 9)
+    assert q.room("parked") is Room.UNSCHEDULABLE
+    assert sorted(q.held()) == ["a", "b", "parked"]
+    assert await q.pop() == "b"
