@@ -62,6 +62,8 @@ def name_causes(info: ResourceInfo, name: str) -> list[Cause]:
     """Name rules: DNS-1123 label for namespaces, DNS-1035 label for services, DNS-1123 subdomain otherwise."""
     if not name:
         return [("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")]
+    if info.group == "rbac.authorization.k8s.io":
+        return _path_segment_causes(name)
     if info.key == ("", "namespaces"):
         pattern, message, limit = _LABEL, _LABEL_MSG, 63
     elif info.key == ("", "services"):
@@ -74,6 +76,16 @@ def name_causes(info: ResourceInfo, name: str) -> list[Cause]:
         ]
     if not pattern.match(name):
         return [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {message}')]
+    return []
+
+
+def _path_segment_causes(name: str) -> list[Cause]:
+    """RBAC names are path segments (upstream ValidatePathSegmentName): colons are fine, as in `system:node`."""
+    if name in (".", ".."):
+        return [("metadata.name", "FieldValueInvalid", f"Invalid value: \"{name}\": may not be '{name}'")]
+    for bad in ("/", "%"):
+        if bad in name:
+            return [("metadata.name", "FieldValueInvalid", f"Invalid value: \"{name}\": may not contain '{bad}'")]
     return []
 
 

@@ -155,3 +155,18 @@ async def test_dry_run_and_delete_collection(api_client: client.ApiClient, names
     await core.delete_collection_namespaced_config_map(namespace, label_selector="tier=a")
     left = await core.list_namespaced_config_map(namespace)
     assert [c.metadata.name for c in left.items] == ["z"]
+
+
+async def test_rbac_names_are_path_segments(api_client: client.ApiClient, namespace: str) -> None:
+    """Role names may contain colons (Grove's `grove.io:pcs:<name>`), but never a slash."""
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    role = {
+        "metadata": {"name": "grove.io:pcs:demo"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+    }
+    created = await rbac.create_namespaced_role(namespace, role)
+    assert created.metadata.name == "grove.io:pcs:demo"
+    with pytest.raises(ApiException) as exc:
+        await rbac.create_namespaced_role(namespace, {**role, "metadata": {"name": "a/b"}})
+    assert exc.value.status == 422
+    assert "may not contain '/'" in exc.value.body
