@@ -37,7 +37,9 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
         problem = build_problem(snapshot, gang, opts)
     except (InvalidGang, SelectorError) as err:
         return Unschedulable((str(err),))
-    unknown = sorted({s.key for s in problem.required if not (s.domains >= 0).any()})
+    # A scope whose groups need no pod can stay empty; only a needed scope makes a missing key fatal.
+    needed = [s for s in problem.required if int(problem.internal_min[list(s.groups)].sum()) > 0]
+    unknown = sorted({s.key for s in needed if not (s.domains >= 0).any()})
     if unknown:
         return Unschedulable(tuple(f"topology key {key} is carried by no node" for key in unknown))
     blocked = node_reasons(problem)

@@ -8,6 +8,7 @@ greedy, CP-SAT and decoding stages see one consistent, purely numeric problem.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -220,16 +221,27 @@ def _validate(gang: GangRequest) -> None:
 def _split(snapshot: Snapshot, group: PodGroup) -> list[tuple[IntArray, tuple[str, ...]]]:
     """Homogeneous sub-groups (by request vector) in order of their first pod name."""
     by_vec: dict[tuple[int, ...], list[str]] = {}
+    shared: tuple[int, ...] | None = None  # the group's vector, computed once for every pod without overrides
     for pod in sorted(group.pods, key=lambda p: p.name):
-        requests = pod.requests if pod.requests is not None else group.requests
-        try:
-            vec = snapshot.vector(requests)
-        except KeyError as err:
-            raise InvalidGang(f"group {group.name} requests {err.args[0]}, which no node offers") from None
-        by_vec.setdefault(tuple(int(x) for x in vec), []).append(pod.name)
+        if pod.requests is None:
+            if shared is None:
+                shared = _key(snapshot, group, group.requests)
+            key = shared
+        else:
+            key = _key(snapshot, group, pod.requests)
+        by_vec.setdefault(key, []).append(pod.name)
     if not by_vec:
         return [(snapshot.vector(group.requests) if _known(snapshot, group) else snapshot.vector({}), ())]
     return [(np.asarray(vec, dtype=np.int64), tuple(names)) for vec, names in by_vec.items()]
+
+
+def _key(snapshot: Snapshot, group: PodGroup, requests: Mapping[str, int]) -> tuple[int, ...]:
+    """A request map as a hashable vector; a resource no node offers makes the gang invalid."""
+    try:
+        vec = snapshot.vector(requests)
+    except KeyError as err:
+        raise InvalidGang(f"group {group.name} requests {err.args[0]}, which no node offers") from None
+    return tuple(int(x) for x in vec)
 
 
 def _known(snapshot: Snapshot, group: PodGroup) -> bool:

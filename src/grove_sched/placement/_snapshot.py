@@ -64,6 +64,15 @@ class LabelColumns:
                 columns[key] = column
         return LabelColumns(codes=columns, vocab=vocab, size=size)
 
+    def rows(self, keep: BoolArray) -> LabelColumns:
+        """These columns restricted to the rows where `keep` is set (codes and vocabularies are kept)."""
+        columns: dict[str, CodeArray] = {}
+        for key, old in self.codes.items():
+            column = old[keep]
+            column.flags.writeable = False
+            columns[key] = column
+        return LabelColumns(codes=columns, vocab=self.vocab, size=int(keep.sum()))
+
     def column(self, key: str) -> CodeArray:
         """The code column for `key`, all -1 when no object carries it."""
         found = self.codes.get(key)
@@ -208,6 +217,44 @@ class Snapshot:
             pod_namespaces=self.pod_namespaces + tuple(pod.namespace for pod in kept),
             anti_affinity_pods=self.anti_affinity_pods
             + tuple(offset + i for i, pod in enumerate(kept) if pod.anti_affinity),
+        )
+
+    def without(self, pods: Iterable[str]) -> Snapshot:
+        """A new snapshot with the named bound pods gone (they departed); node arrays are reused.
+
+        Each entry is `namespace/name` (that pod only) or a bare `name` (pods of that name in every namespace).
+        Unknown entries are ignored, so removing an already-removed pod is harmless.
+        """
+        wanted = set(pods)
+        if not wanted:
+            return self
+        keep = np.fromiter(
+            (pod.name not in wanted and f"{pod.namespace}/{pod.name}" not in wanted for pod in self.pods),
+            dtype=np.bool_,
+            count=len(self.pods),
+        )
+        if keep.all():
+            return self
+        res_index = {name: i for i, name in enumerate(self.resources)}
+        gone = [pod for pod, kept in zip(self.pods, keep, strict=True) if not kept]
+        freed, gone_node = _pod_usage(gone, self.node_index, res_index, self.num_nodes, len(self.resources))
+        new_index = np.cumsum(keep) - 1
+        return Snapshot(
+            node_names=self.node_names,
+            node_index=self.node_index,
+            resources=self.resources,
+            allocatable=self.allocatable,
+            free=_frozen(self.free + freed),
+            node_labels=self.node_labels,
+            taints=self.taints,
+            taint_matrix=self.taint_matrix,
+            unschedulable=self.unschedulable,
+            pod_count=_frozen(self.pod_count - np.bincount(gone_node, minlength=self.num_nodes)),
+            pods=tuple(pod for pod, kept in zip(self.pods, keep, strict=True) if kept),
+            pod_node=_frozen(self.pod_node[keep]),
+            pod_labels=self.pod_labels.rows(keep),
+            pod_namespaces=tuple(ns for ns, kept in zip(self.pod_namespaces, keep, strict=True) if kept),
+            anti_affinity_pods=tuple(int(new_index[i]) for i in self.anti_affinity_pods if keep[i]),
         )
 
     def anti_affinity_terms(self) -> Iterable[tuple[int, PodAffinityTerm]]:

@@ -205,3 +205,11 @@ def test_assumed_placement_is_not_double_booked() -> None:
     assert isinstance(
         place(snap.with_assumed(assumed_pods(g, first)).with_assumed(assumed_pods(g, second)), g), Unschedulable
     )
+
+
+def test_an_optional_group_with_an_unknown_required_key_does_not_block_the_gang() -> None:
+    """A required key no node carries only matters for groups that need pods; other groups still place."""
+    needless = group("b", 1, minimum=0, gpu=0, cpu=500, topology=TopologyConstraint(required_key="no/such-key"))
+    result = place(Snapshot.build([node("n0")], []), gang(group("a", 1, minimum=0, gpu=0, cpu=500), needless))
+    assert isinstance(result, Placement)
+    assert dict(result.assignments) == {"a-0": "n0"}

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from placement_kit import bound, node
 
-from grove_sched.model import CPU, GPU, PODS, BoundPod, NodeInfo
+from grove_sched.model import CPU, GPU, HOSTNAME_KEY, PODS, BoundPod, LabelSelector, NodeInfo, PodAffinityTerm
 from grove_sched.placement import Snapshot
 
 
@@ -79,3 +81,57 @@ def test_with_assumed_extends_pod_labels_incrementally() -> None:
     assert list(newer.pod_labels.column("app")) == [0, 1]
     assert list(newer.pod_labels.column("tier")) == [-1, 0]
     assert list(newer.pod_count) == [2]
+
+
+def _decoded(snap: Snapshot, key: str) -> list[str | None]:
+    vocab = snap.pod_labels.vocab.get(key, ())
+    return [vocab[c] if c >= 0 else None for c in snap.pod_labels.column(key)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 2), st.sampled_from(["x", "y", "z"]), st.booleans()),
+        max_size=8,
+    ),
+    st.sets(st.integers(0, 7)),
+)
+def test_without_equals_a_rebuild_from_the_remaining_pods(
+    spec: list[tuple[str, int, str, bool]], removed: set[int]
+) -> None:
+    """Removing pods gives the same capacity, counts, pods, labels and anti-affinity as building without them."""
+    term = PodAffinityTerm(LabelSelector({"app": "x"}), HOSTNAME_KEY)
+    pods = [
+        BoundPod(f"p{i}", "default", where, {"app": app}, {GPU: gpu, CPU: 100}, (term,) if anti else ())
+        for i, (where, gpu, app, anti) in enumerate(spec)
+    ]
+    nodes = [node("a"), node("b"), node("c")]
+    snap = Snapshot.build(nodes, pods)
+    smaller = snap.without(f"p{i}" for i in removed)
+    expected = Snapshot.build(nodes, [pod for i, pod in enumerate(pods) if i not in removed])
+    assert np.array_equal(smaller.free, expected.free)
+    assert np.array_equal(smaller.pod_count, expected.pod_count)
+    assert np.array_equal(smaller.pod_node, expected.pod_node)
+    assert smaller.pods == expected.pods
+    assert smaller.pod_namespaces == expected.pod_namespaces
+    assert _decoded(smaller, "app") == _decoded(expected, "app")
+    assert list(smaller.anti_affinity_terms()) == list(expected.anti_affinity_terms())
+    assert not smaller.free.flags.writeable
+    assert not smaller.pod_node.flags.writeable
+
+
+def test_without_matches_namespaced_names_and_ignores_unknown_pods() -> None:
+    """`namespace/name` removes only that pod, bare names match every namespace, unknown names change nothing."""
+    pods = [
+        BoundPod("w", "default", "a", {}, {GPU: 2}),
+        BoundPod("w", "other", "a", {}, {GPU: 3}),
+        BoundPod("v", "other", "a", {}, {GPU: 1}),
+    ]
+    snap = Snapshot.build([node("a")], pods)
+    gpu = snap.resource_index(GPU)
+    assert snap.without(["ghost", "nobody/w"]) is snap
+    assert snap.without(["other/w"]).free[0, gpu] == 8 - 2 - 1
+    assert [p.namespace for p in snap.without(["w"]).pods] == ["other"]
+    emptied = snap.without(["w", "other/v"])
+    assert emptied.free[0, gpu] == 8
+    assert list(emptied.empty) == [True]

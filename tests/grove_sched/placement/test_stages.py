@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pytest
 from placement_kit import bound, gang, group, node
 
-from grove_sched.model import HOSTNAME_KEY, RACK_KEY, LabelSelector, PlacementOptions, PodAffinityTerm, Taint
+from grove_sched.model import (
+    CPU,
+    GPU,
+    HOSTNAME_KEY,
+    RACK_KEY,
+    LabelSelector,
+    PlacementOptions,
+    PodAffinityTerm,
+    PodRef,
+    Taint,
+)
 from grove_sched.placement import Snapshot
 from grove_sched.placement._cpsat import solve
 from grove_sched.placement._domains import candidates, deciding_level
@@ -116,3 +129,24 @@ def test_candidates_rank_exact_fits_before_tightness() -> None:
     p = _problem(nodes, pods, gang(group("w", 2, gpu=2), required=RACK_KEY))
     cands = candidates(p, deciding_level(p, RACK_KEY))
     assert [cands.level.names[d] for d in cands.ids] == ["r1", "r0"]
+
+
+def test_split_computes_the_group_vector_once_and_still_splits_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group without per-pod requests costs one vector computation; overriding pods form their own sub-group."""
+    calls: list[dict[str, int]] = []
+    original = Snapshot.vector
+
+    def counting(self: Snapshot, requests: dict[str, int], count_pod: bool = True) -> np.ndarray:
+        calls.append(dict(requests))
+        return original(self, requests, count_pod)
+
+    monkeypatch.setattr(Snapshot, "vector", counting)
+    plain = group("a", 50)
+    p = _problem([node("n0"), node("n1")], [], gang(plain))
+    assert len(calls) == 1
+    assert p.names == ("a",)
+    assert len(p.pods[0]) == 50
+    mixed = replace(plain, pods=(*plain.pods[:3], PodRef("a-big", requests={GPU: 4, CPU: 1000})), min_replicas=4)
+    p = _problem([node("n0")], [], gang(mixed))
+    assert p.names == ("a[0]", "a[1]")
+    assert p.pods == (("a-0", "a-1", "a-2"), ("a-big",))
