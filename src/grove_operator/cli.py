@@ -1,0 +1,87 @@
+"""`grove-operator`: parse flags, build the operator with `wiring.build`, run its manager until stopped.
+
+In-cluster configuration is used unless `--kubeconfig` is given. The process exits non-zero when leadership is
+lost (a fresh process re-joins the election, as controller-runtime requires) and zero on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+import structlog
+
+from grove_operator.config import DEFAULT_SCHEDULER_NAME, OperatorConfig
+from grove_operator.wiring import build
+from grove_runtime import logging as glog
+from grove_runtime.client import KubeClient
+from grove_runtime.leaderelection import LeadershipLost
+
+__all__ = ["main", "parse_args", "run"]
+
+log = structlog.get_logger("grove_operator.cli")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line of grove-operator."""
+    parser = argparse.ArgumentParser(prog="grove-operator", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: in-cluster configuration)")
+    parser.add_argument("--metrics-port", type=int, default=2752, help="Prometheus /metrics port (0: any free port)")
+    parser.add_argument("--health-port", type=int, default=2751, help="/healthz and /readyz port (0: any free port)")
+    parser.add_argument(
+        "--leader-elect", action=argparse.BooleanOptionalAction, default=True, help="run leader election on a Lease"
+    )
+    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
+    parser.add_argument("--default-scheduler-name", default=DEFAULT_SCHEDULER_NAME)
+    parser.add_argument("--namespace", default=None, help="watch only this namespace (default: all)")
+    parser.add_argument("--pcs-workers", type=int, default=10)
+    parser.add_argument("--pclq-workers", type=int, default=10)
+    parser.add_argument("--pcsg-workers", type=int, default=5)
+    parser.add_argument("--podgang-workers", type=int, default=5)
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+def config_from_args(args: argparse.Namespace) -> OperatorConfig:
+    """The OperatorConfig the flags describe."""
+    return OperatorConfig(
+        pcs_workers=args.pcs_workers,
+        pclq_workers=args.pclq_workers,
+        pcsg_workers=args.pcsg_workers,
+        podgang_workers=args.podgang_workers,
+        default_scheduler_name=args.default_scheduler_name,
+        init_container_image=OperatorConfig.init_image_from_env(),
+        watch_namespace=args.namespace,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.lease_namespace,
+        metrics_port=args.metrics_port,
+    )
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Run the operator until a stop is requested; the process exit code."""
+    config = config_from_args(args)
+    client = await KubeClient.from_kubeconfig(args.kubeconfig)
+    try:
+        app = build(config, client, health_port=args.health_port)
+        await app.manager.run()
+    except LeadershipLost as exc:
+        log.error("leadership lost, exiting", error=str(exc))
+        return 1
+    finally:
+        await client.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point `grove-operator`."""
+    args = parse_args(argv)
+    glog.configure(args.log_level)
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

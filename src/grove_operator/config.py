@@ -1,0 +1,47 @@
+"""OperatorConfiguration: the handful of knobs grove-operator reads (grove-reference §1.7).
+
+One frozen dataclass, filled by the CLI and by tests, so every component sees the same settings through its
+`SyncContext` instead of reaching for globals or environment variables.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from grove_api import labels as glabels
+
+__all__ = ["DEFAULT_INIT_CONTAINER_IMAGE", "DEFAULT_SCHEDULER_NAME", "OperatorConfig"]
+
+DEFAULT_SCHEDULER_NAME = "grove-scheduler"
+DEFAULT_INIT_CONTAINER_IMAGE = "ghcr.io/ai-dynamo/grove/grove-initc"
+OPERATOR_VERSION = "0.1.0"
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorConfig:
+    """Controller concurrency, scheduler defaults, retry intervals and process-level endpoints."""
+
+    pcs_workers: int = 10
+    pclq_workers: int = 10
+    pcsg_workers: int = 5
+    podgang_workers: int = 5
+    default_scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    init_container_image: str = f"{DEFAULT_INIT_CONTAINER_IMAGE}:{OPERATOR_VERSION}"
+    retry_interval: float = 5.0
+    watch_namespace: str | None = None
+    leader_elect: bool = True
+    lease_namespace: str = "default"
+    lease_name: str = "grove-operator-leader-election"
+    identity: str | None = None
+    metrics_port: int | None = 2752
+    health_host: str = "0.0.0.0"
+    expectations_timeout: float = 300.0
+
+    @staticmethod
+    def init_image_from_env(default: str | None = None) -> str:
+        """`$GROVE_INIT_CONTAINER_IMAGE:<operator version>` as upstream builds it, else `default`."""
+        repo = os.environ.get(glabels.ENV_INIT_CONTAINER_IMAGE)
+        if repo:
+            return f"{repo}:{OPERATOR_VERSION}"
+        return default or f"{DEFAULT_INIT_CONTAINER_IMAGE}:{OPERATOR_VERSION}"

@@ -1,0 +1,1 @@
+"""The PodClique controller: pods (creation, scale-in, recreation, gate lifting) and PodClique status."""

@@ -1,0 +1,192 @@
+"""The Pods component of a PodClique: keep `spec.replicas` live pods and lift their scheduling gates (§3.3, §3.4).
+
+Why expectations: the pod cache lags the API. After creating three pods, the next reconcile may still see none and
+create three more; so creations and deletions are recorded per PodClique and the pod count is only trusted once
+the informer has observed them (`PodExpectationsObserver` lowers the counts as pod events arrive). Gate lifting
+does not depend on the count and runs on every reconcile.
+
+New pods take the lowest free indices and are created in "slow start" batches (1, 2, 4, ...), so a failing
+admission stops after one request instead of a thousand. Scale-in picks victims in upstream's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from grove_api import PodClique, PodCliqueSet, PodGang
+from grove_api import labels as glabels
+from grove_operator.components import (
+    INDEX_PODCLIQUE,
+    PODCLIQUES,
+    PODGANGS,
+    ComponentError,
+    SyncContext,
+    controller_owner,
+    delete_if_exists,
+    error_code,
+)
+from grove_operator.desired import gates, scalein
+from grove_operator.desired._layout import is_terminating
+from grove_operator.desired.pod import build_pod
+from grove_runtime import errors
+from grove_runtime.client import PatchType
+from grove_runtime.expectations import Expectations
+from grove_runtime.keys import ObjectKey, Result
+from grove_runtime.resources import PODS
+
+__all__ = ["PCS", "PclqContext", "PodExpectationsObserver", "Pods", "owned_pods"]
+
+Obj = dict[str, Any]
+PclqContext = SyncContext[PodClique]
+PCS = "pcs"
+
+
+def _pclq_key(pod: Mapping[str, Any]) -> ObjectKey | None:
+    meta = pod.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(glabels.LABEL_PODCLIQUE)
+    return ObjectKey(str(meta.get("namespace") or ""), str(name)) if name else None
+
+
+class PodExpectationsObserver:
+    """Informer handler lowering a PodClique's expectations as its pods appear and disappear."""
+
+    def __init__(self, expectations: Expectations[ObjectKey]) -> None:
+        self.expectations = expectations
+
+    def on_add(self, obj: Obj) -> None:
+        """A pod was observed: one expected creation fulfilled."""
+        key = _pclq_key(obj)
+        if key is not None:
+            self.expectations.creation_observed(key)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        """A pod started terminating: one expected deletion fulfilled."""
+        key = _pclq_key(new)
+        if key is not None and is_terminating(new) and not is_terminating(old):
+            self.expectations.deletion_observed(key)
+
+    def on_delete(self, obj: Obj) -> None:
+        """A pod vanished without being seen terminating first."""
+        key = _pclq_key(obj)
+        if key is not None and not is_terminating(obj):
+            self.expectations.deletion_observed(key)
+
+
+def owned_pods(ctx: PclqContext) -> list[Obj]:
+    """Cached pods labelled with this PodClique and controlled by it."""
+    uid = ctx.owner.metadata.uid
+    out: list[Obj] = []
+    for pod in ctx.cache.by_index(PODS, INDEX_PODCLIQUE, f"{ctx.namespace}/{ctx.key.name}"):
+        owner = controller_owner(pod)
+        if owner is not None and owner.get("uid") == uid:
+            out.append(pod)
+    return out
+
+
+@dataclass(frozen=True)
+class Pods:
+    """Create missing pods, delete surplus ones, lift gates."""
+
+    name: str = "pod"
+
+    def existing_names(self, ctx: PclqContext) -> list[str]:
+        """Cached pods of the PodClique."""
+        return [p["metadata"]["name"] for p in owned_pods(ctx)]
+
+    async def sync(self, ctx: PclqContext) -> Result | None:
+        """Converge the pod count (when the cache is trustworthy), then lift gates."""
+        pods = owned_pods(ctx)
+        active = [p for p in pods if scalein.is_active(p)]
+        if ctx.expectations.satisfied(ctx.key):
+            diff = len(active) - ctx.owner.spec.replicas
+            if diff < 0:
+                await self._create(ctx, active, -diff)
+            elif diff > 0:
+                await self._scale_in(ctx, active, diff)
+        return await self._lift_gates(ctx, active)
+
+    async def _create(self, ctx: PclqContext, active: list[Obj], count: int) -> None:
+        pcs: PodCliqueSet = ctx.extra[PCS]
+        indices = scalein.lowest_free_indices(active, count)
+        ctx.expectations.expect_creations(ctx.key, count)
+        created: list[str] = []
+        batch = 1
+        pending = list(indices)
+        while pending:
+            chunk, pending = pending[:batch], pending[batch:]
+            results = await asyncio.gather(*(self._create_one(ctx, pcs, i) for i in chunk), return_exceptions=True)
+            failures = [r for r in results if isinstance(r, BaseException)]
+            created.extend(r for r in results if isinstance(r, str))
+            if failures:
+                ctx.expectations.lower(ctx.key, creations=len(failures) + len(pending))
+                if created:
+                    await ctx.recorder.normal(ctx.raw, "PodCreated", f"Created {len(created)} pod(s)")
+                first = failures[0]
+                if isinstance(first, asyncio.CancelledError):
+                    raise first
+                raise ComponentError(error_code(self.name), "create", repr(first))
+            batch *= 2
+        await ctx.recorder.normal(ctx.raw, "PodCreated", f"Created {len(created)} pod(s): {', '.join(created[:5])}")
+
+    async def _create_one(self, ctx: PclqContext, pcs: PodCliqueSet, index: int) -> str:
+        pod = build_pod(
+            pcs,
+            ctx.owner,
+            index,
+            default_scheduler_name=ctx.config.default_scheduler_name,
+            init_container_image=ctx.config.init_container_image,
+        )
+        created = await ctx.client.create(PODS, pod, ctx.namespace)
+        return str(created["metadata"]["name"])
+
+    async def _scale_in(self, ctx: PclqContext, active: list[Obj], count: int) -> None:
+        current_hash = (ctx.owner.metadata.labels or {}).get(glabels.LABEL_POD_TEMPLATE_HASH)
+        victims = scalein.scale_in_victims(active, count, current_hash)
+        ctx.expectations.expect_deletions(ctx.key, len(victims))
+        results = await asyncio.gather(
+            *(delete_if_exists(ctx.client, PODS, name, ctx.namespace) for name in victims), return_exceptions=True
+        )
+        missing = sum(1 for r in results if r is False)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        ctx.expectations.lower(ctx.key, deletions=missing + len(failures))
+        await ctx.recorder.normal(ctx.raw, "PodDeleted", f"Deleted {len(victims) - len(failures)} pod(s) on scale-in")
+        if failures:
+            raise ComponentError(error_code(self.name), "delete", repr(failures[0]))
+
+    async def _lift_gates(self, ctx: PclqContext, active: list[Obj]) -> Result | None:
+        labels = ctx.owner.metadata.labels or {}
+        gang = self._gang(ctx, labels.get(glabels.LABEL_PODGANG))
+        base_name = labels.get(glabels.LABEL_BASE_PODGANG)
+        base = self._gang(ctx, base_name) if base_name else None
+        base_pclqs: dict[str, PodClique] = {}
+        if base is not None:
+            for group in base.spec.pod_groups:
+                raw = ctx.cache.get(PODCLIQUES, ObjectKey(ctx.namespace, group.name))
+                if raw is not None:
+                    base_pclqs[group.name] = PodClique.model_validate(raw)
+        decision = gates.pods_to_ungate(ctx.owner, active, gang, base, base_pclqs)
+        by_name = {p["metadata"]["name"]: p for p in active}
+        for name in decision.ungate:
+            try:
+                await ctx.client.patch(
+                    PODS, name, gates.remove_gate_patch(by_name[name]), ctx.namespace, patch_type=PatchType.MERGE
+                )
+            except errors.NotFound:
+                continue
+        if decision.still_gated:
+            return Result(requeue_after=ctx.config.retry_interval)
+        return None
+
+    def _gang(self, ctx: PclqContext, name: str | None) -> PodGang | None:
+        if not name:
+            return None
+        raw = ctx.cache.get(PODGANGS, ObjectKey(ctx.namespace, name))
+        return PodGang.model_validate(raw) if raw is not None else None
+
+    async def delete(self, ctx: PclqContext) -> None:
+        """Delete every pod of the PodClique."""
+        for name in self.existing_names(ctx):
+            await delete_if_exists(ctx.client, PODS, name, ctx.namespace)

@@ -1,0 +1,1 @@
+"""The PodCliqueSet controller: reconciler flow in `reconciler`, owned kinds in `components`."""

@@ -1,0 +1,1 @@
+"""The PodGang controller: per-gang checks on behalf of the scheduler backend named by the gang."""

@@ -1,0 +1,50 @@
+"""The PodGang reconciler: the per-gang hook of the scheduler backend (§3.1 `podgang` controller).
+
+Upstream resolves the backend from the gang's `grove.io/scheduler-name` label and lets it create backend objects
+(a KAI PodGroup, a Volcano PodGroup). The grove-scheduler backend reads PodGangs directly and needs none, so
+what remains is what a user must see: a managed gang without its PodCliqueSet or without a scheduler name gets a
+Warning Event (once; the recorder aggregates repeats). The PodGang's spec is owned by the PodCliqueSet
+controller, which reverts hand edits; its status belongs to the scheduler and is never written here.
+"""
+
+from __future__ import annotations
+
+from grove_api import PodCliqueSet
+from grove_api import labels as glabels
+from grove_operator.components import PODCLIQUESETS, PODGANGS, controller_owner, managed
+from grove_operator.config import OperatorConfig
+from grove_runtime.cache import Cache
+from grove_runtime.events import EventRecorder
+from grove_runtime.keys import ObjectKey, Result
+
+__all__ = ["PodGangReconciler"]
+
+
+class PodGangReconciler:
+    """Checks one PodGang's parent and scheduler backend."""
+
+    def __init__(self, cache: Cache, recorder: EventRecorder, config: OperatorConfig) -> None:
+        self.cache = cache
+        self.recorder = recorder
+        self.config = config
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        """Get → (no delete flow: no finalizer) → checks."""
+        raw = self.cache.get(PODGANGS, key)
+        if raw is None or not managed(raw) or (raw.get("metadata") or {}).get("deletionTimestamp"):
+            return Result()
+        owner = controller_owner(raw)
+        parent = None
+        if owner is not None and owner.get("kind") == PodCliqueSet.KIND:
+            parent = self.cache.get(PODCLIQUESETS, ObjectKey(key.namespace, str(owner.get("name") or "")))
+        if parent is None:
+            await self.recorder.warning(raw, "ParentNotFound", "PodGang has no PodCliqueSet controlling it")
+            return Result()
+        labels = (raw.get("metadata") or {}).get("labels") or {}
+        if not labels.get(glabels.LABEL_SCHEDULER_NAME):
+            await self.recorder.warning(
+                raw,
+                "SchedulerNameMissing",
+                f"PodGang lacks label {glabels.LABEL_SCHEDULER_NAME}; assuming {self.config.default_scheduler_name}",
+            )
+        return Result()

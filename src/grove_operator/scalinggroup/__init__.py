@@ -1,0 +1,1 @@
+"""The PodCliqueScalingGroup controller: member PodCliques per PCSG replica and the PCSG status."""

@@ -1,0 +1,52 @@
+"""Fixtures for the operator's end-to-end tests: CRDs applied to the module's sim, one operator per module."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grove_runtime.client import KubeClient
+from grove_sim.testing import SimCluster
+
+from ._harness import OperatorThread, ensure_namespace
+
+CRDS = Path(__file__).resolve().parents[3] / "crds"
+
+
+@pytest.fixture(scope="module")
+def crds(sim: SimCluster, kubectl: Callable[..., Any]) -> SimCluster:
+    """The sim with Grove's CRDs applied."""
+    kubectl("apply", "-f", str(CRDS))
+    return sim
+
+
+@pytest.fixture(scope="module")
+def operator(crds: SimCluster) -> Iterator[OperatorThread]:
+    """One grove-operator for the whole module."""
+    op = OperatorThread(crds.kubeconfig).start()
+    try:
+        yield op
+    finally:
+        op.kill()
+
+
+@pytest.fixture
+async def kube(crds: SimCluster) -> AsyncIterator[KubeClient]:
+    """A grove_runtime client for the sim (test side)."""
+    client = await KubeClient.from_kubeconfig(crds.kubeconfig)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def namespace(kube: KubeClient) -> str:
+    """A fresh namespace per test."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    await ensure_namespace(kube, name)
+    return name
