@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import socket
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -70,6 +71,9 @@ class EventRecorder:
         self._cache: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._cache_size = cache_size
         self._seq = itertools.count()
+        # Recorders in other processes (or threads of this one) write Events too; a random per-recorder token
+        # keeps generated names apart without coordination.
+        self._token = secrets.token_hex(3)
 
     def _timestamp(self) -> str:
         return self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -126,13 +130,10 @@ class EventRecorder:
         now: str,
         key: tuple[str, ...],
     ) -> None:
-        name = (
-            f"{ref['name']}.{self._clock.now().strftime('%Y%m%d%H%M%S')}{next(self._seq):06x}{os.getpid() % 4096:03x}"
-        )
         body: Obj = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"namespace": namespace},
             "involvedObject": ref,
             "type": type_,
             "reason": reason,
@@ -146,7 +147,16 @@ class EventRecorder:
         }
         if action:
             body["action"] = action
-        await self.client.create(EVENTS, body, namespace)
+        for attempt in range(2):
+            name = f"{ref['name']}.{self._clock.now().strftime('%Y%m%d%H%M%S')}{self._token}{next(self._seq):06x}"
+            body["metadata"]["name"] = name
+            try:
+                await self.client.create(EVENTS, body, namespace)
+                break
+            except errors.AlreadyExists:
+                if attempt:
+                    raise
+                self._token = secrets.token_hex(3)  # another recorder drew the same token: draw again
         self._cache[key] = _Seen(name, namespace, 1)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)

@@ -63,3 +63,26 @@ async def test_failures_are_swallowed_and_deleted_events_recreated(mini_api: Min
     await recorder.normal(PCS, "R", "m")
     await recorder.normal(PCS, "R", "m")
     assert [e["count"] for e in events(mini_api)] == [2]
+
+
+async def test_recorders_in_separate_processes_never_collide(mini_api: MiniApi, mini_client: KubeClient) -> None:
+    """Two recorders at the same instant (e.g. operator and scheduler, both starting their sequence at 0) write
+    distinct Events about the same object instead of failing with AlreadyExists."""
+    clock = FakeClock()
+    first = EventRecorder(mini_client, "grove-operator", clock=clock)
+    second = EventRecorder(mini_client, "grove-scheduler", clock=clock)
+    await first.normal(PCS, "Synced", "operator saw it")
+    await second.normal(PCS, "Scheduled", "scheduler saw it")
+    assert sorted(str(e["reason"]) for e in events(mini_api)) == ["Scheduled", "Synced"]
+    assert len({str(e["metadata"]["name"]) for e in events(mini_api)}) == 2  # type: ignore[index]
+
+
+async def test_a_name_taken_by_another_recorder_is_retried(mini_api: MiniApi, mini_client: KubeClient) -> None:
+    """If another writer took the generated name, the recorder draws a new token and still records the Event."""
+    clock = FakeClock()
+    recorder = EventRecorder(mini_client, "grove-operator", clock=clock)
+    twin = EventRecorder(mini_client, "grove-scheduler", clock=clock)
+    twin._token = recorder._token  # the unlikely case: both drew the same random token
+    await twin.normal(PCS, "Scheduled", "first")
+    await recorder.normal(PCS, "Synced", "second")
+    assert sorted(str(e["message"]) for e in events(mini_api)) == ["first", "second"]
