@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -188,6 +189,11 @@ class PlacementOptions:
     rack_key: the level whose empty domains count as "racks opened" (consolidation) and the soft deciding level
         for gangs without topology; None disables both.
     hostname_key: anti-affinity on this key is enforced per node.
+    refine: "structure" (default) lets CP-SAT replace greedy's plan only when greedy found none or CP-SAT's plan
+        touches fewer extra preferred domains or empty racks; "all" takes CP-SAT's plan whenever it is cheaper
+        under the whole objective (exact per gang). On gang sequences, CP-SAT's exact per-gang packing of the
+        lower tiers placed fewer GPUs overall than greedy's best fit (see docs/placement-score.md), hence the
+        default; "all" is for single-gang optimality.
     """
 
     top_k_domains: int = 4
@@ -199,11 +205,17 @@ class PlacementOptions:
     max_greedy_domains: int = 16
     rack_key: str | None = RACK_KEY
     hostname_key: str = HOSTNAME_KEY
+    refine: Literal["structure", "all"] = "structure"
 
 
 @dataclass(frozen=True, slots=True)
 class ObjectiveBreakdown:
-    """Raw values of the lexicographic tiers (lower is better for every field) and their weighted sum."""
+    """Raw values of the lexicographic tiers (lower is better for every field) and their weighted sum.
+
+    Tier order: missing extra pods, preferred violations, empty racks, empty nodes, required-domain free GPUs
+    (free GPUs, before placement, of the domain each required scope chose: domain-level best fit), stranded GPUs,
+    missed preference weight. The last field is declared last only to keep positional construction compatible.
+    """
 
     missing_extra_pods: int
     preferred_domain_violations: int
@@ -212,6 +224,7 @@ class ObjectiveBreakdown:
     stranded_gpus: int
     missed_preference_weight: int
     weighted: int
+    required_domain_free_gpus: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +233,8 @@ class SolverStats:
 
     `path` is "greedy" or "cpsat" (whose plan was returned; "none" for Unschedulable). `status` is the CP-SAT
     status name (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN), or ZERO_COST when greedy found a zero-cost plan (optimal,
-    no solve), GREEDY when CP-SAT was disabled, NONE when nothing ran. `model` is "class", "node" (per-node count
+    no solve), GREEDY when CP-SAT was disabled or had nothing it may improve (refine="structure" and greedy's plan
+    already at the structural floors), NONE when nothing ran. `model` is "class", "node" (per-node count
     fallback when patterns explode) or "none". `num_classes` counts decision units (classes or nodes).
     """
 
@@ -239,12 +253,12 @@ class SolverStats:
 class Placement:
     """A feasible gang placement.
 
-    `score` = min(1, lower_bound / objective.weighted), and 1.0 when the weighted cost is 0 or CP-SAT proved
-    optimality over every candidate domain. `lower_bound` is valid for every feasible placement: the minimum of
-    CP-SAT's proven objective bound over the modelled domains (or, without a solve, a cheap per-domain bound) and
-    a cheap per-domain bound (unplaceable pods, empty racks and empty nodes that cannot be avoided) for every
-    candidate domain that was not modelled. So 1.0 means "proven best under the objective", and e.g. 0.8 means
-    "at most 20% of the weighted cost could possibly be saved".
+    `score` (the PodGang's `placementScore`, docs/placement-score.md) is in [0, 1]. It is 1.0 when the plan is
+    proven optimal (CP-SAT proved it over every candidate domain, its bound reaches the cost, or the cost is 0) or
+    when every objective tier sits at a cheap lower bound for this gang and snapshot. Otherwise it falls in the
+    band of the first tier (most important first) that might still be improved, tier i (0-based) giving
+    [1 - 2^-i, 1 - 2^-(i+1)), lower inside the band the larger that tier's gap to its bound. A plan that is worse
+    under the objective never scores higher than a better plan for the same gang and snapshot.
     """
 
     assignments: Mapping[str, str]  # pod name -> node name, for every placed pod (sorted by pod name)

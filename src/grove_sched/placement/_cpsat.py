@@ -15,7 +15,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from grove_sched.model import PlacementOptions
-from grove_sched.placement._objective import Weights, node_gpus
+from grove_sched.placement._objective import Weights, domain_room, node_gpus
 from grove_sched.placement._problem import Problem
 from grove_sched.placement._snapshot import CodeArray, IntArray
 from grove_sched.placement._units import UnitSet, decode, hint_values
@@ -106,23 +106,29 @@ def solve(
         model.add(sum((b.group_count(g) for g in subs), cp_model.LinearExpr.constant(0)) >= problem.parent_min[p])
     for g in range(problem.num_groups):
         model.add(b.group_count(g) <= int(problem.replicas[g]))
-    for scope in problem.required:
+    w_room = w.of("room")
+    for s, scope in enumerate(problem.required):
         flags = b.domain_flags(scope.domains, frozenset(scope.groups))
         if len(flags) > 1:
             model.add_at_most_one(flags.values())
+        if w_room:
+            room = w.rooms[s] if len(w.rooms) == len(problem.required) else domain_room(problem, scope.domains)
+            for d, flag in flags.items():
+                if d >= 0:
+                    b.cost(flag, w_room * int(room[d]))
     for scope in problem.preferred:
         flags = b.domain_flags(scope.domains, frozenset(scope.groups))
         for flag in flags.values():
-            b.cost(flag, w.tiers[1])
+            b.cost(flag, w.of("violations"))
         if int(problem.internal_min[list(scope.groups)].sum()) > 0:
-            b.offset -= w.tiers[1]
+            b.offset -= w.of("violations")
     _anti_affinity(b)
     _racks(b)
     _unit_costs(b)
     for u, unit in enumerate(units.units):
         if units.kind == "class" and len(unit.vectors) > 1:
             model.add(cp_model.LinearExpr.sum(b.vars[u]) <= unit.limit)
-    b.offset += w.tiers[0] * int(problem.replicas.sum())
+    b.offset += w.of("missing") * int(problem.replicas.sum())
     model.proto.objective.vars.extend(b.obj_vars)
     model.proto.objective.coeffs.extend(b.obj_coeffs)
     model.proto.objective.offset = float(b.offset)
@@ -189,24 +195,26 @@ def _racks(b: _Builder) -> None:
             continue
         if r not in flags:
             flags[r] = b.model.new_bool_var("")
-            b.cost(flags[r], b.w.tiers[2])
+            b.cost(flags[r], b.w.of("racks"))
         b.link(u, None, flags[r])
 
 
 def _unit_costs(b: _Builder) -> None:
-    """Per-variable costs: extra pods (tier 1), empty nodes (4), stranded GPUs (5), missed preferences (6)."""
-    problem, w = b.problem, b.w.tiers
+    """Per-variable costs: extra pods (tier 1), empty nodes (4), stranded GPUs (6), missed preferences (7)."""
+    problem, w = b.problem, b.w
+    w_missing, w_empty, w_stranded, w_missed = w.of("missing"), w.of("empty"), w.of("stranded"), w.of("missed")
     gpus = node_gpus(problem)
     gpu_req = problem.req[:, problem.gpu] if problem.gpu is not None else np.zeros(problem.num_groups, np.int64)
     for u, unit in enumerate(b.units.units):
         rep = unit.rep
         empty = int(problem.snapshot.empty[rep])
         pref = problem.pref_cost[:, rep]
-        touch_cost = w[3] * empty + w[4] * int(gpus[rep])
+        touch_cost = w_empty * empty + w_stranded * int(gpus[rep])
         if b.units.kind == "class":
             for var, vec in zip(b.vars[u], unit.vectors, strict=True):
                 q = np.asarray(vec, dtype=np.int64)
-                b.cost(var, touch_cost - w[4] * int(q @ gpu_req) + w[5] * int(q @ pref) - w[0] * int(q.sum()))
+                per_var = -w_stranded * int(q @ gpu_req) + w_missed * int(q @ pref) - w_missing * int(q.sum())
+                b.cost(var, touch_cost + per_var)
             continue
         touched = b.model.new_bool_var("")
         b.link(u, None, touched)
@@ -214,7 +222,7 @@ def _unit_costs(b: _Builder) -> None:
         _node_capacity(b, u, touched)
         for var, vec in zip(b.vars[u], unit.vectors, strict=True):
             g = vec.index(1)
-            b.cost(var, -w[4] * int(gpu_req[g]) + w[5] * int(pref[g]) - w[0])
+            b.cost(var, -w_stranded * int(gpu_req[g]) + w_missed * int(pref[g]) - w_missing)
 
 
 def _node_capacity(b: _Builder, u: int, touched: cp_model.IntVar) -> None:

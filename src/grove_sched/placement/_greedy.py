@@ -191,7 +191,8 @@ def _apply_anti(problem: Problem, loc: _Local, g: int, node: int) -> None:
 def _choose_subdomain(problem: Problem, loc: _Local, groups_: tuple[int, ...], dom: CodeArray) -> bool:
     """Restrict a required scope's groups to the best sub-domain whose remaining room fits their minimum.
 
-    Best = holds the most minimum pods on already-used nodes (opens fewest empty nodes), then the tightest.
+    Best = the tightest (fewest free GPUs on usable nodes: rack-level best fit, as the objective's tier 5), then
+    the one holding the most minimum pods on already-used nodes (opens fewest empty nodes).
     """
     groups = list(groups_)
     usable = loc.allowed[groups].any(axis=0) & (dom >= 0)
@@ -220,7 +221,7 @@ def _choose_subdomain(problem: Problem, loc: _Local, groups_: tuple[int, ...], d
     if present.size > 1:
         gpu = problem.gpu
         spare = np.bincount(dom[usable], weights=loc.free[usable, gpu] if gpu is not None else None, minlength=count)
-        choice = min(np.flatnonzero(ok), key=lambda d: (-on_used[d], spare[d], d))
+        choice = min(np.flatnonzero(ok), key=lambda d: (spare[d], -on_used[d], d))
         for g in groups:
             loc.allowed[g] &= dom == choice
     return True

@@ -172,7 +172,15 @@ def objective(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangReques
     stranded = sum(free_gpu[n] for n in touched) - sum(
         groups[h].requests.get(GPU, 0) * c for (h, _), c in counts.items()
     )
-    return (missing, violations_, len(opened_racks), empty_nodes, stranded, 0)
+    required: list[tuple[tuple[str, ...], str | None]] = [(tuple(groups), g.topology.required_key)]
+    required += [(cfg.group_names, cfg.topology.required_key) for cfg in g.group_configs]
+    required += [((grp.name,), grp.topology.required_key) for grp in g.groups]
+    room = 0
+    for names, key in required:
+        if key:
+            doms = {by_name[n].labels.get(key) for (h, n), c in counts.items() if h in names and c} - {None}
+            room += sum(max(free_gpu[n.name], 0) for n in nodes if n.labels.get(key) in doms)
+    return (missing, violations_, len(opened_racks), room, empty_nodes, stranded, 0)
 
 
 def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:

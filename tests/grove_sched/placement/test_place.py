@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from placement_kit import BLOCK_KEY, bound, counts_of, gang, group, node, violations
 
 from grove_sched.model import (
@@ -168,30 +169,32 @@ def test_preferred_node_affinity_breaks_ties() -> None:
 
 
 def test_cpsat_beats_best_fit_greedy_on_mixed_sizes() -> None:
-    """Exact packing finds the zero-waste placement that size-ordered best-fit misses."""
+    """Exact packing (refine="all") finds the zero-waste placement that size-ordered best-fit misses."""
     nodes = [node(f"n{i}", "r0", 8) for i in range(3)]
     pods = [bound("b0", "n0", gpu=2), bound("b1", "n1", gpu=2), bound("b2", "n2", gpu=0)]
     g = gang(group("a", 2, gpu=3), group("b", 1, gpu=2), required=RACK_KEY)
     snap = Snapshot.build(nodes, pods)
-    exact = _placed(place(snap, g))
+    exact = _placed(place(snap, g, PlacementOptions(refine="all")))
     greedy = _placed(place(snap, g, PlacementOptions(use_cpsat=False)))
     assert exact.stats.path == "cpsat"
     assert exact.objective.stranded_gpus == 0 < greedy.objective.stranded_gpus
     assert set(exact.assignments.values()) == {"n2"}
 
 
-def test_score_is_one_when_proven_and_zero_when_unproven() -> None:
-    """A proven optimum over all candidates scores 1.0; an imperfect greedy-only answer scores 0."""
+def test_score_is_one_when_proven_and_in_the_first_open_tier_band_otherwise() -> None:
+    """A proven optimum scores 1.0; an unproven plan whose only open tier is stranded GPUs scores in that band."""
     nodes = [node(f"n{i}", "r0", 8) for i in range(2)]
     pods = [bound("b0", "n0", gpu=3)]
     g = gang(group("a", 1, gpu=2), required=RACK_KEY)
     snap = Snapshot.build(nodes, pods)
-    proven = _placed(place(snap, g))
+    proven = _placed(place(snap, g, PlacementOptions(refine="all")))
     unproven = _placed(place(snap, g, PlacementOptions(use_cpsat=False)))
     assert proven.score == 1.0
     assert proven.stats.status == "OPTIMAL"
-    assert unproven.objective.weighted > 0
-    assert unproven.score == 0.0
+    assert unproven.assignments == proven.assignments == {"a-0": "n0"}
+    assert unproven.objective.stranded_gpus == 3
+    # stranded GPUs are tier 6 (index 5): band [1 - 2^-5, 1 - 2^-6), gap 3 against the gang's 2 GPUs
+    assert unproven.score == pytest.approx(1 - 2**-5 + 2**-6 * (1 - 3 / 5))
 
 
 def test_assumed_placement_is_not_double_booked() -> None:

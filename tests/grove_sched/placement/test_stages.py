@@ -116,10 +116,11 @@ def test_weights_are_lexicographic() -> None:
     """One missing extra pod outweighs the worst possible total of every lower tier."""
     nodes = [node(f"n{i}", "r0") for i in range(4)]
     p = _problem(nodes, [], gang(group("a", 3, 1, gpu=1), preferred=RACK_KEY))
-    w = weights(p).tiers
-    assert all(w[i] >= w[i + 1] for i in range(5))
-    worst_lower = w[1] * 3 + w[2] * 1 + w[3] * 4 + w[4] * 32
-    assert w[0] > worst_lower
+    w = weights(p)
+    assert all(w.tiers[i] >= w.tiers[i + 1] for i in range(len(w.tiers) - 1))
+    assert w.of("racks") == w.of("room")  # no required scope: the room tier cannot take a value
+    worst_lower = w.of("violations") * 3 + w.of("racks") * 1 + w.of("empty") * 4 + w.of("stranded") * 32
+    assert w.of("missing") > worst_lower
 
 
 def test_candidates_rank_exact_fits_before_tightness() -> None:
