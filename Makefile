@@ -44,9 +44,11 @@ demo: $(STAMP) kubectl
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks quick
+	$(BIN)/python -m benchmarks e2e quick
 
 bench-full: $(STAMP)
 	$(BIN)/python -m benchmarks full
+	$(BIN)/python -m benchmarks e2e full
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -24,7 +24,11 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     listing = "; ".join(f"{s.name}: {s.description}" for s in SUITES.values())
-    parser.add_argument("suite", choices=[*SUITES, "e2e"], help=f"suite to run ({listing}; e2e: not available yet)")
+    parser.add_argument(
+        "suite",
+        choices=[*SUITES, "e2e"],
+        help=f"suite to run ({listing}; e2e: grove-sim, operator and scheduler processes, see `e2e --help`)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder (default: benchmarks/results)")
     parser.add_argument("--seed", type=int, default=0, help="seed for background load and synthesised gangs")
     parser.add_argument(
@@ -53,14 +57,12 @@ def run_placement(suite: Suite, args: argparse.Namespace) -> list[WorkloadResult
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit status."""
-    args = _parser().parse_args(argv)
-    if args.suite == "e2e":
-        print(
-            "the e2e mode (grove-sim + grove-operator + grove-scheduler processes) is not implemented yet; "
-            "run a placement-only suite: " + ", ".join(SUITES),
-            file=sys.stderr,
-        )
-        return 2
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["e2e"]:
+        from benchmarks.e2e.cli import main as e2e_main  # its own flags: `python -m benchmarks e2e --help`
+
+        return e2e_main(given[1:])
+    args = _parser().parse_args(given)
     suite = SUITES[args.suite]
     if suite.mode != PLACEMENT:
         print(f"suite {suite.name} has unsupported mode {suite.mode}", file=sys.stderr)
@@ -70,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidDecision as err:
         print(f"invalid placement, aborting: {err}", file=sys.stderr)
         return 1
-    shown = ["python", "-m", "benchmarks", *(sys.argv[1:] if argv is None else argv)]
+    shown = ["python", "-m", "benchmarks", *given]
     folder = report.write(results, suite.name, args.out, shlex.join(shown), plots=not args.no_plots)
     print(report.table(results))
     for line in report.findings(results):

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from benchmarks.__main__ import main
 from benchmarks.harness import clusters, report, workloads
-from benchmarks.harness.runner import InvalidDecision, default_strategies, run_sequential, run_workload
+from benchmarks.harness.runner import (
+    InvalidDecision,
+    WorkloadResult,
+    default_strategies,
+    run_sequential,
+    run_workload,
+)
 from benchmarks.harness.strategies import Decision
 from benchmarks.harness.workloads import Workload
 
@@ -68,12 +75,11 @@ def test_invalid_decisions_abort_the_run() -> None:
         run_sequential(workload, _Cheater(), base, progress=False)
 
 
-def test_cli_runs_a_suite_and_refuses_e2e(tmp_path: Path) -> None:
-    """The CLI writes latest.md for a placement suite and explains that e2e is not available yet."""
+def test_cli_runs_a_suite(tmp_path: Path) -> None:
+    """The CLI writes latest.md for a placement suite (the e2e mode is tested in test_e2e.py)."""
     args = ["knavigator", "--out", str(tmp_path), "--strategies", "first-fit", "--no-progress", "--no-plots"]
     assert main(args) == 0
     assert "knavigator" in (tmp_path / "knavigator" / "latest.md").read_text()
-    assert main(["e2e"]) == 2
     with pytest.raises(ValueError, match="unknown strategies"):
         default_strategies(["nope"])
 
@@ -87,3 +93,57 @@ def test_wave_replay_stops_on_gangs_that_never_fit() -> None:
     assert summary.gangs_placed == 53
     assert summary.waves == 9
     assert summary.occupancy_pct == pytest.approx(100.0)
+
+
+def _tiny_on(seed: int) -> Workload:
+    cluster = clusters.with_background(clusters.uniform(16, nodes_per_rack=4, racks_per_block=2), 0.4, seed=seed)
+    return workloads.disagg(cluster, 1.2, seed=seed)
+
+
+def test_multi_seed_workloads_report_means_per_seed_wins_and_the_exact_mode(tmp_path: Path) -> None:
+    """A seeded workload runs on every seed; summaries are the per-seed means, cpsat-exact joins cpsat, and the
+    findings compare means and count the seeds won against each seed's best baseline."""
+    workload = workloads.seeded(_tiny_on, [3, 4])
+    result = run_workload(workload, default_strategies(["first-fit", "cpsat"]), progress=False)
+    assert [s.strategy for s in result.summaries] == ["first-fit", "cpsat", "cpsat-exact"]
+    assert list(result.per_seed) == [3, 4]
+    for k, summary in enumerate(result.summaries):
+        per_seed = [result.per_seed[seed][k] for seed in (3, 4)]
+        assert summary.seeds == 2
+        assert summary.gpus_placed == pytest.approx((per_seed[0].gpus_placed + per_seed[1].gpus_placed) / 2)
+        assert summary.gpus_sd == pytest.approx(abs(per_seed[0].gpus_placed - per_seed[1].gpus_placed) / 2**0.5)
+    single = run_workload(_tiny_on(4), default_strategies(["first-fit", "cpsat"]), progress=False)
+    assert [s.gpus_placed for s in single.summaries] == [s.gpus_placed for s in result.per_seed[4][:2]]
+    lines = report.findings([result])
+    assert [line.split(" ")[0] for line in lines] in (
+        [a, b] for a in ("ahead", "level", "BEHIND") for b in ("ahead", "level", "BEHIND")
+    )
+    assert all("of 2 seeds" in line and "(seeds 3, 4:" in line for line in lines)
+    assert "cpsat-exact" in lines[1]
+    folder = report.write([result], "tiny", tmp_path, "python -m benchmarks tiny", plots=False)
+    data = json.loads((folder / "results.json").read_text())
+    assert data["workloads"][0]["seeds"] == [3, 4]
+    assert sorted(data["workloads"][0]["per_seed"]) == ["3", "4"]
+    assert " ± " in (folder / "latest.md").read_text()
+
+
+def test_per_seed_findings_count_wins_against_each_seeds_best_baseline() -> None:
+    """Means decide ahead/BEHIND; the per-seed tally compares with the best baseline of that seed."""
+    workload = workloads.seeded(_tiny_on, [0, 1, 2])
+    base = run_workload(_tiny_on(0), default_strategies(["first-fit", "best-fit", "cpsat"]), progress=False)
+    ff, bf, ours = base.summaries
+    per_seed = {
+        0: [replace(ff, gpus_placed=10), replace(bf, gpus_placed=12), replace(ours, gpus_placed=13)],
+        1: [replace(ff, gpus_placed=20), replace(bf, gpus_placed=18), replace(ours, gpus_placed=19)],
+        2: [replace(ff, gpus_placed=30), replace(bf, gpus_placed=29), replace(ours, gpus_placed=30)],
+    }
+    means = [
+        replace(s, gpus_placed=sum(v[k].gpus_placed for v in per_seed.values()) / 3, seeds=3)
+        for k, s in enumerate(base.summaries)
+    ]
+    result = WorkloadResult(workload, means, {}, [], 0.0, 0.0, per_seed)
+    (line,) = report.findings([result])
+    assert line == (
+        f"ahead on {workload.name}: cpsat placed on average 20.7 GPUs vs first-fit 20 (+0.7); per seed vs that "
+        "seed's best baseline: ahead on 1 of 3 seeds, level on 1 (seeds 0, 1, 2: +1, -1, +0 GPUs)."
+    )
