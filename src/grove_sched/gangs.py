@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from grove_api.labels import LABEL_PODGANG, LABEL_SCHEDULER_NAME
+from grove_api.labels import LABEL_MANAGED_BY, LABEL_PODGANG, LABEL_SCHEDULER_NAME, MANAGED_BY_VALUE
 from grove_api.podgang import CONDITION_INITIALIZED
 from grove_sched.model import GangRequest, GroupConfig, PodGroup, PodRef, TopologyConstraint
 from grove_sched.podspec import pod_requests, pod_terms
@@ -126,9 +126,17 @@ def is_ours(podgang: Obj, pods: Mapping[str, Obj], scheduler_name: str) -> bool:
 
 
 def _creating(podgang: Obj) -> bool:
-    """The operator marks a PodGang `Initialized=False` while it still creates pods; references fill in meanwhile."""
-    conditions = (podgang.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == CONDITION_INITIALIZED and c.get("status") != "True" for c in conditions)
+    """The operator marks a PodGang `Initialized=False` while it still creates pods; references fill in meanwhile.
+
+    The operator creates the PodGang first and writes that condition in a second request, so a PodGang it manages
+    with no `Initialized` condition yet is still being created too (judging it malformed would cost a backoff).
+    """
+    conditions = [c for c in (podgang.get("status") or {}).get("conditions") or () if isinstance(c, Mapping)]
+    initialized = [c for c in conditions if c.get("type") == CONDITION_INITIALIZED]
+    if initialized:
+        return any(c.get("status") != "True" for c in initialized)
+    labels = (podgang.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(LABEL_MANAGED_BY) == MANAGED_BY_VALUE)
 
 
 def _is_bound(pod: Obj) -> bool:

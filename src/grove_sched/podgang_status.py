@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grove_api.podgang import CONDITION_SCHEDULED
+from grove_runtime import errors
 from grove_runtime.client import Client
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.keys import ObjectKey, Result
@@ -186,6 +187,15 @@ class PodGangStatusReconciler:
             return Result()
         phase = compute_phase(podgang, pods)
         patch = status_patch(podgang, phase, self._book.get(key), self._clock.now())
-        if patch is not None:
+        if patch is None:
+            return Result()
+        rv = (podgang.get("metadata") or {}).get("resourceVersion")
+        if "conditions" in patch["status"] and rv:
+            # A merge patch replaces the whole list: pin the version read so a condition the operator wrote
+            # meanwhile (Initialized) is never overwritten from a stale cache; a conflict retries on fresh data.
+            patch["metadata"] = {"resourceVersion": rv}
+        try:
             await self._client.patch(PODGANGS, key.name, patch, key.namespace, subresource="status")
+        except errors.Conflict:
+            return Result(requeue_after=0.05)
         return Result()

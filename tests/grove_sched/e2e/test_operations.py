@@ -7,8 +7,9 @@ from typing import Any
 import aiohttp
 
 from grove_runtime.client import KubeClient
+from grove_runtime.keys import ObjectKey
 from grove_runtime.resources import LEASES, NAMESPACES
-from grove_sched.podgang_status import PODGANGS
+from grove_sched.podgang_status import PODGANGS, PodGangStatusReconciler, ScheduledState, StatusBook
 from grove_sim.testing import SimCluster
 
 from .conftest import bound_nodes, eventually, make_gang, running_scheduler
@@ -90,3 +91,24 @@ async def test_leader_election_holds_the_lease(cluster: SimCluster, client: Kube
             return len(await bound_nodes(client, "le")) == 1
 
         await eventually(bound)
+
+
+async def test_status_write_from_a_stale_cache_never_drops_initialized(cluster: SimCluster, client: KubeClient) -> None:
+    """The scheduler decides from its cache; if the operator wrote `Initialized` after that read, the scheduler's
+    conditions write must not replace the list without it: the version it read is a precondition, and the
+    retry on fresh data keeps both conditions."""
+    await make_gang(client, "stale", {"w": (1, 1, 1)}, ungate=False)
+    stale = await client.get(PODGANGS, "stale", "default")
+    init = {"status": {"phase": "Pending", "conditions": [INIT]}}
+    await client.patch(PODGANGS, "stale", init, "default", subresource="status")
+    book = StatusBook()
+    key = ObjectKey("default", "stale")
+    book.record(key, ScheduledState(False, "Unschedulable", "no node fits"))
+    latest: dict[str, Any] = {"pg": stale}
+    member = {"stale-w-0": {"metadata": {"name": "stale-w-0"}, "spec": {"schedulerName": "grove-scheduler"}}}
+    reconciler = PodGangStatusReconciler(client, book, lambda _: latest["pg"], lambda _: member, "grove-scheduler")
+    assert (await reconciler.reconcile(key)).requeue_after is not None  # conflict: retry on fresh data
+    assert set(await conditions(client, "stale")) == {"Initialized"}
+    latest["pg"] = await client.get(PODGANGS, "stale", "default")
+    assert (await reconciler.reconcile(key)).requeue_after is None
+    assert set(await conditions(client, "stale")) == {"Initialized", "Scheduled"}

@@ -243,6 +243,23 @@ def test_gang_being_created_is_waiting_not_malformed() -> None:
     assert "still creating" in result.reason
 
 
+def test_operator_gang_without_initialized_yet_is_waiting_but_hand_made_is_malformed() -> None:
+    """The operator creates a PodGang and writes Initialized in a second request; in between its short references
+    mean "being created". A hand-made PodGang with the same references is reported as malformed at once."""
+    refs = {"x": (["a", "b"], 3)}
+    pods = by_name(pod("a", gang="g"))
+    managed = podgang("g", refs)
+    managed["metadata"].setdefault("labels", {})["app.kubernetes.io/managed-by"] = "grove-operator"
+    waiting = assemble(GangKey("default", "g"), managed, pods, ctx())
+    assert isinstance(waiting, Waiting)
+    assert "still creating" in waiting.reason
+    hand_made = assemble(GangKey("default", "g"), podgang("g", refs), pods, ctx())
+    assert isinstance(hand_made, Malformed)
+    assert any("minReplicas=3" in r for r in hand_made.reasons)
+    managed["status"] = {"conditions": [{"type": "Initialized", "status": "True"}]}
+    assert isinstance(assemble(GangKey("default", "g"), managed, pods, ctx()), Malformed)
+
+
 def test_unreadable_pod_spec_is_malformed() -> None:
     """An invalid resource quantity makes the gang malformed with a reason instead of raising."""
     bad = pod("a", gang="g")
