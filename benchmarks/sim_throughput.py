@@ -6,7 +6,10 @@ with aiohttp and raw JSON, measures creates, bindings (``pods/{name}/binding``, 
 binder) and kubelet-style strategic-merge status patches, plus one phase through kubernetes-asyncio as a real
 client would send it, while W cluster-wide watchers drain every event. It then checks delivery (no watcher missed
 an event or a pod's final state), correctness (every pod exists, every bound pod is on its node and Running) and
-the server's RSS idle and with every pod resident. Run::
+the server's RSS idle and with every pod resident. Each phase also reports the server's CPU milliseconds per
+request (from ``/proc``), which, unlike wall-clock rates, does not move with other load on a shared machine, and
+the load generator's own (this process, watchers included): when the two share too few cores, the rate is bounded
+by their sum, not by the server alone. Run::
 
     .venv/bin/python -m benchmarks.sim_throughput --pods 50000 --nodes 5000 --watchers 3 --concurrency 64
     .venv/bin/python -m benchmarks.sim_throughput --quick          # < 60 s, medians over 3 fresh servers
@@ -22,7 +25,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -83,9 +86,18 @@ def _condition(type_: str, index: int) -> dict[str, Any]:
 
 
 async def measure(
-    url: str, config: BenchConfig, *, kubeconfig: Path, token: str | None = None, rss: Callable[[], float] | None = None
+    url: str,
+    config: BenchConfig,
+    *,
+    kubeconfig: Path,
+    token: str | None = None,
+    rss: Callable[[], float] | None = None,
+    cpu: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
-    """One repetition against a running, empty grove-sim at ``url``; returns the repetition's JSON-ready result."""
+    """One repetition against a running, empty grove-sim at ``url``; returns the repetition's JSON-ready result.
+
+    ``cpu`` reads the server's CPU seconds; each phase then also reports server CPU milliseconds per request.
+    """
     auth = {"Authorization": f"Bearer {token}"} if token else {}
     connector = aiohttp.TCPConnector(limit=config.concurrency + config.watchers + 8)
     pods_url = f"{url}/api/v1/namespaces/{config.namespace}/pods"
@@ -106,8 +118,17 @@ async def measure(
                 known_rvs.add(int(pod["metadata"]["resourceVersion"]))
 
             phases: dict[str, PhaseResult] = {}
-            phases["create"] = await run_phase(
-                "creates", config.pods, config.concurrency, create, progress=config.progress
+            server_cpu: dict[str, float] = {}
+            client_cpu: dict[str, float] = {}
+
+            async def timed(name: str, phase: Awaitable[PhaseResult]) -> None:
+                before, client_before = (cpu() if cpu is not None else float("nan")), time.process_time()
+                phases[name] = await phase
+                server_cpu[name] = (cpu() if cpu is not None else float("nan")) - before
+                client_cpu[name] = time.process_time() - client_before
+
+            await timed(
+                "create", run_phase("creates", config.pods, config.concurrency, create, progress=config.progress)
             )
             binder = Binder(nodes)
             placed = [(i, binder.place(pod_requests(i))) for i in range(config.pods)]
@@ -131,13 +152,17 @@ async def measure(
                 )
                 known_rvs.add(int(pod["metadata"]["resourceVersion"]))
 
-            phases["bind"] = await run_phase("binds", len(bound), config.concurrency, bind, progress=config.progress)
-            phases["status_patch"] = await run_phase(
-                "status patches", len(bound), config.concurrency, patch, progress=config.progress
+            await timed("bind", run_phase("binds", len(bound), config.concurrency, bind, progress=config.progress))
+            await timed(
+                "status_patch",
+                run_phase("status patches", len(bound), config.concurrency, patch, progress=config.progress),
             )
             client_names = [f"bench-{i:06d}" for i, _ in bound[: config.client_pods]]
-            phases["status_patch_k8s_asyncio"] = await kubernetes_asyncio_patch_phase(
-                kubeconfig, config.namespace, client_names, config.concurrency, known_rvs, progress=config.progress
+            await timed(
+                "status_patch_k8s_asyncio",
+                kubernetes_asyncio_patch_phase(
+                    kubeconfig, config.namespace, client_names, config.concurrency, known_rvs, progress=config.progress
+                ),
             )
             sentinel_name = f"bench-{bound[0][0]:06d}" if bound else "bench-000000"
             sentinel = await request_json(
@@ -170,7 +195,14 @@ async def measure(
     )
     phase_counts = Counter(str((p.get("status") or {}).get("phase")) for p in pods)
     return {
-        "phases": {name: result.as_dict() for name, result in phases.items()},
+        "phases": {
+            name: {
+                **result.as_dict(),
+                "server_cpu_ms_per_req": round(server_cpu[name] * 1000 / max(1, result.requests), 3),
+                "client_cpu_ms_per_req": round(client_cpu[name] * 1000 / max(1, result.requests), 3),
+            }
+            for name, result in phases.items()
+        },
         "rss_mib": {
             "idle": round(rss_idle, 1),
             "loaded": round(rss_loaded, 1),
@@ -214,7 +246,16 @@ def run(config: BenchConfig, *, profile_out: Path | None = None) -> dict[str, An
             command = shlex.join(sim.command())
             time.sleep(0.5)
             repetitions.append(
-                asyncio.run(measure(sim.url, config, kubeconfig=sim.kubeconfig, token=sim.token, rss=sim.rss_mib))
+                asyncio.run(
+                    measure(
+                        sim.url,
+                        config,
+                        kubeconfig=sim.kubeconfig,
+                        token=sim.token,
+                        rss=sim.rss_mib,
+                        cpu=sim.cpu_seconds,
+                    )
+                )
             )
     result: dict[str, Any] = {
         "config": asdict(config),

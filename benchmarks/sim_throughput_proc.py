@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["SimProcess", "SimStartError", "profile_hotspots", "read_kubeconfig", "rss_mib"]
+__all__ = ["SimProcess", "SimStartError", "cpu_seconds", "profile_hotspots", "read_kubeconfig", "rss_mib"]
 
 
 class SimStartError(RuntimeError):
@@ -34,6 +34,17 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise ValueError(f"no VmRSS for pid {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used, from ``/proc/<pid>/stat`` (clock-tick resolution).
+
+    On a shared machine wall-clock rates move with everyone else's load; CPU seconds per request do not, so the
+    benchmark reports both.
+    """
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def read_kubeconfig(path: Path) -> tuple[str, str | None]:
@@ -142,6 +153,10 @@ class SimProcess:
     def rss_mib(self) -> float:
         """The server's current RSS in MiB."""
         return rss_mib(self.pid)
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds the server has used so far."""
+        return cpu_seconds(self.pid)
 
     def stop(self, timeout: float = 60.0) -> int | None:
         """SIGTERM the child (cProfile then writes its file), SIGKILL it after ``timeout``; idempotent."""

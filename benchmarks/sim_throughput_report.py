@@ -37,6 +37,8 @@ def summarize(repetitions: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "rates_per_s": [r["rate_per_s"] for r in rows],
             "p50_ms": round(_median([r["p50_ms"] for r in rows]), 2),
             "p99_ms": round(_median([r["p99_ms"] for r in rows]), 2),
+            "server_cpu_ms_per_req": round(_median([r.get("server_cpu_ms_per_req", float("nan")) for r in rows]), 3),
+            "client_cpu_ms_per_req": round(_median([r.get("client_cpu_ms_per_req", float("nan")) for r in rows]), 3),
             "errors": sum(r["errors"] for r in rows),
         }
     watchers = [w for rep in repetitions for w in rep["watch"]["watchers"]]
@@ -65,11 +67,15 @@ def markdown(result: dict[str, Any]) -> str:
         f"grove-sim with {config['nodes']:,} nodes, {config['pods']:,} pods, {config['watchers']} cluster-wide "
         f"watchers, concurrency {config['concurrency']}; median of {reps} run(s)\n\n"
     )
-    lines = ["| phase | requests | req/s | p50 ms | p99 ms | errors |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| phase | requests | req/s | p50 ms | p99 ms | server CPU ms/req | client CPU ms/req | errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, row in summary["phases"].items():
         lines.append(
             f"| {PHASE_LABELS.get(name, name)} | {row['requests']:,} | {row['rate_per_s']:,.0f} | "
-            f"{row['p50_ms']:.1f} | {row['p99_ms']:.1f} | {row['errors']} |"
+            f"{row['p50_ms']:.1f} | {row['p99_ms']:.1f} | {row.get('server_cpu_ms_per_req', float('nan')):.3f} | "
+            f"{row.get('client_cpu_ms_per_req', float('nan')):.3f} | {row['errors']} |"
         )
     lines += [
         "",

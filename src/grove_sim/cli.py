@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -17,7 +18,25 @@ from pathlib import Path
 from grove_sim.cluster import ClusterShapeError, nodes_from_file, nodes_from_flags
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "tune_gc"]
+
+GC_THRESHOLD = (50_000, 20, 10)
+"""Collector thresholds for a process that owns a large store (CPython's default is 700, 10, 10)."""
+
+
+def tune_gc() -> None:
+    """Make the cyclic collector cheap for a store of millions of acyclic dicts and lists.
+
+    Stored objects are plain JSON trees without reference cycles, yet with the default thresholds every few
+    hundred allocations trigger a young collection and the store's growth triggers repeated full ones, which
+    walk every stored container: measured in-process at 20,000 pods, a quarter to a third of the CPU per write.
+    Objects alive after start-up (the seeded nodes) go to the permanent generation, and collections run after
+    50,000 net allocations instead of 700. Cyclic garbage (asyncio and aiohttp internals) is still collected.
+    Only the ``grove-sim up`` process does this; an embedding process keeps its own policy.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
 
 
 def _exec_image(text: str) -> tuple[str, str]:
@@ -56,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 async def _serve(args: argparse.Namespace, options: SimOptions) -> None:
     server = SimServer(options, kubeconfig=str(args.kubeconfig))
     url = await server.start(args.host, args.port)
+    tune_gc()
     write_kubeconfig(args.kubeconfig, url)
     logging.getLogger("grove_sim").info("grove-sim serving %s (kubeconfig %s)", url, args.kubeconfig)
     print(f"grove-sim ready: {url} kubeconfig={args.kubeconfig}", flush=True)

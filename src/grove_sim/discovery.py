@@ -4,6 +4,11 @@ kubectl builds its REST mapper from discovery (legacy ``APIResourceList`` per gr
 ``APIGroupDiscoveryList`` when its Accept header asks for it) and, for ``apply``/``create -f``, checks in the
 OpenAPI v3 document of the group-version that the PATCH operation takes ``fieldValidation`` (apiserver-notes §2.1,
 §2.3). The documents are derived, never stored, so a CRD shows up in all of them as soon as it is registered.
+
+A ``kind: List`` file is the exception: kubectl's v3 verifier never claims server-side validation for ``v1 List``
+(``queryParamVerifierV3.HasSupport``), so ``--validate=strict`` falls back to client-side validation against the
+OpenAPI **v2** document, fetched as protobuf. The sim serves a v2 document without definitions: kubectl then finds
+no model for any item and leaves validation to the server, as it does for a kind the real v2 document lacks.
 """
 
 from __future__ import annotations
@@ -17,17 +22,24 @@ from grove_sim.resources import Registry, ResourceInfo
 __all__ = [
     "AGGREGATED_V2",
     "AGGREGATED_V2BETA1",
+    "OPENAPI_V2_PROTOBUF",
     "aggregated_discovery",
     "api_group_list",
     "api_versions",
     "openapi_gv_document",
     "openapi_index",
+    "openapi_v2_document",
+    "openapi_v2_protobuf",
     "resource_list",
     "version_info",
 ]
 
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+"""What kube-openapi answers to kubectl's ``…spec.v2@v1.0+protobuf`` Accept (Go's mime parser rejects the ``@``)."""
+_OPENAPI_TITLE = "Kubernetes (grove-sim)"
+_OPENAPI_VERSION = "v1.32.5"
 
 _SUB_VERBS = {
     "status": ("get", "patch", "update"),
@@ -205,7 +217,7 @@ def openapi_gv_document(registry: Registry, group: str, version: str) -> dict[st
         }
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes (grove-sim)", "version": "v1.32.5"},
+        "info": {"title": _OPENAPI_TITLE, "version": _OPENAPI_VERSION},
         "paths": paths,
         "components": {"schemas": schemas},
     }
@@ -221,3 +233,37 @@ def openapi_index(registry: Registry) -> dict[str, Any]:
             path = _gv_path(group, version)
             paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
     return {"paths": paths}
+
+
+def openapi_v2_document() -> dict[str, Any]:
+    """``/openapi/v2`` as JSON: a valid Swagger 2.0 document with no paths and no definitions (see module doc)."""
+    return {
+        "swagger": "2.0",
+        "info": {"title": _OPENAPI_TITLE, "version": _OPENAPI_VERSION},
+        "paths": {},
+        "definitions": {},
+    }
+
+
+def _pb_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _pb_bytes(field: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (strings and embedded messages)."""
+    return _pb_varint(field << 3 | 2) + _pb_varint(len(payload)) + payload
+
+
+def openapi_v2_protobuf() -> bytes:
+    """The same document as a gnostic ``openapi_v2.Document`` message, the encoding kubectl asks for.
+
+    Field numbers from gnostic's ``OpenAPIv2.proto``: Document.swagger = 1, Document.info = 2, Document.paths = 8,
+    Document.definitions = 9; Info.title = 1, Info.version = 2.
+    """
+    info = _pb_bytes(1, _OPENAPI_TITLE.encode()) + _pb_bytes(2, _OPENAPI_VERSION.encode())
+    return _pb_bytes(1, b"2.0") + _pb_bytes(2, info) + _pb_bytes(8, b"") + _pb_bytes(9, b"")

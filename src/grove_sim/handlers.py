@@ -44,6 +44,11 @@ def json_response(body: Any, status: int = 200) -> web.Response:
     return web.Response(body=dumps(body), status=status, content_type="application/json")
 
 
+def _object_response(ctx: ApiContext, obj: dict[str, Any], status: int = 200) -> web.Response:
+    """An object answer; a just-stored object reuses the JSON its write event already encoded."""
+    return web.Response(body=ctx.core.store.encoded(obj), status=status, content_type="application/json")
+
+
 def _selectors(request: web.Request, info: ResourceInfo) -> tuple[LabelSelector | None, FieldSelector | None]:
     try:
         labels = parse_label_selector(request.query["labelSelector"]) if request.query.get("labelSelector") else None
@@ -251,7 +256,8 @@ async def handle_resource(
             if info.key == ("", "bindings"):
                 name = str(((body if isinstance(body, dict) else {}).get("metadata") or {}).get("name", ""))
                 return json_response(subresources.bind(core, namespace, name, body), 201)
-            return json_response(core.create(info, namespace, body, dry_run=dry_run, strict=strict), 201)
+            created = core.create(info, namespace, body, dry_run=dry_run, strict=strict)
+            return _object_response(ctx, created, 201)
         if method == "DELETE":
             options = await _delete_options(request)
             labels, fields = _selectors(request, info)
@@ -292,19 +298,20 @@ async def handle_resource(
             table = _table(info, request, [obj])
             table["metadata"] = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
             return json_response(table)
-        return json_response(obj)
+        return _object_response(ctx, obj)
     if method == "PUT":
         body = await read_body(request)
-        return json_response(core.update(info, namespace, name, body, subresource=sub, dry_run=dry_run, strict=strict))
+        updated = core.update(info, namespace, name, body, subresource=sub, dry_run=dry_run, strict=strict)
+        return _object_response(ctx, updated)
     if method == "PATCH":
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         body = await read_body(request, allowed=PATCH_TYPES)
         obj, code = core.patch(
             info, namespace, name, content_type, body, subresource=sub, dry_run=dry_run, strict=strict
         )
-        return json_response(obj, code)
+        return _object_response(ctx, obj, code)
     if method == "DELETE" and sub is None:
         options = await _delete_options(request)
         obj, code = core.delete(info, namespace, name, options, dry_run=dry_run)
-        return json_response(obj, code)
+        return _object_response(ctx, obj, code)
     raise errors.method_not_allowed(method, info.plural)

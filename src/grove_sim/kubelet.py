@@ -40,6 +40,7 @@ __all__ = ["Kubelet", "KubeletOptions"]
 _PODS = ("", "pods")
 _NODES = ("", "nodes")
 PodKey = tuple[str, str]
+_REQUESTS_CACHE = 4096
 
 
 @dataclass
@@ -52,7 +53,7 @@ class KubeletOptions:
     kubeconfig: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _PodState:
     node: str
     requests: dict[str, Fraction]
@@ -75,6 +76,8 @@ class Kubelet:
         self._pods: dict[PodKey, _PodState] = {}
         self._used: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
         self._waiting: dict[str, set[PodKey]] = defaultdict(set)
+        self._allocatable: dict[str, tuple[dict[str, Any], dict[str, Fraction]]] = {}
+        self._requests: dict[tuple[Any, ...], dict[str, Fraction]] = {}
         self._ip = 0
         self.queue: WorkQueue[PodKey] = WorkQueue("kubelet", self._process)
         self.node_queue: WorkQueue[str] = WorkQueue("kubelet-nodes", self._init_node)
@@ -98,6 +101,9 @@ class Kubelet:
     def _on_event(self, event: Event) -> None:
         meta = event.obj.get("metadata") or {}
         if event.key == _NODES:
+            if event.type == "DELETED":
+                self._allocatable.pop(meta["name"], None)
+                return
             uninitialised = not (event.obj.get("status") or {}).get("nodeInfo")
             if event.type == "ADDED" or (event.type == "MODIFIED" and uninitialised):
                 self.node_queue.add(meta["name"])
@@ -243,14 +249,11 @@ class Kubelet:
 
     def _admit(self, key: PodKey, pod: dict[str, Any], node: dict[str, Any]) -> _PodState | None:
         node_name = node["metadata"]["name"]
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        requests = podstatus.pod_requests(pod)
+        allocatable = self._node_allocatable(node_name, (node.get("status") or {}).get("allocatable") or {})
+        requests = self._pod_requests(pod)
         used = self._used[node_name]
         for name, value in sorted(requests.items()):
-            try:
-                capacity = parse_quantity(allocatable.get(name, 0))
-            except QuantityError:
-                capacity = Fraction(0)
+            capacity = allocatable.get(name, Fraction(0))
             if used[name] + value > capacity:
                 message = (
                     f"Pod was rejected: Node didn't have enough resource: {name}, requested: "
@@ -271,6 +274,47 @@ class Kubelet:
         state = _PodState(node=node_name, requests=requests)
         self._pods[key] = state
         return state
+
+    def _pod_requests(self, pod: dict[str, Any]) -> dict[str, Fraction]:
+        """The pod's effective requests, computed once per distinct set of container resources.
+
+        Pods of one workload share their resources, so the Fraction arithmetic runs once per shape, keyed by the
+        containers' requests and limits. The returned dict is shared and must not be mutated.
+        """
+        spec = pod.get("spec") or {}
+        try:
+            key = tuple(
+                (
+                    group,
+                    tuple(((c.get("resources") or {}).get("requests") or {}).items()),
+                    tuple(((c.get("resources") or {}).get("limits") or {}).items()),
+                )
+                for group in ("containers", "initContainers")
+                for c in spec.get(group) or ()
+            )
+            cached = self._requests.get(key)
+        except (AttributeError, TypeError):
+            return podstatus.pod_requests(pod)
+        if cached is None:
+            if len(self._requests) >= _REQUESTS_CACHE:
+                self._requests.clear()
+            cached = self._requests[key] = podstatus.pod_requests(pod)
+        return cached
+
+    def _node_allocatable(self, node_name: str, allocatable: dict[str, Any]) -> dict[str, Fraction]:
+        """The node's allocatable as numbers, parsed once per node version: the stored dict is immutable, so its
+        identity tells whether the cached parse is current. Unparsable amounts count as zero."""
+        cached = self._allocatable.get(node_name)
+        if cached is not None and cached[0] is allocatable:
+            return cached[1]
+        parsed: dict[str, Fraction] = {}
+        for name, value in allocatable.items():
+            try:
+                parsed[name] = parse_quantity(value)
+            except QuantityError:
+                parsed[name] = Fraction(0)
+        self._allocatable[node_name] = (allocatable, parsed)
+        return parsed
 
     async def _run_init(self, key: PodKey, pod: dict[str, Any], container: dict[str, Any], command: str) -> None:
         state = self._pods.get(key)

@@ -4,16 +4,27 @@ Clients pick the format with the request Content-Type (apiserver-notes §2.5). k
 send strategic merge patches for built-in kinds, so lists such as ``status.conditions`` or ``spec.containers`` must
 merge by their upstream merge keys, or a kubelet's status patch would wipe every other condition. All functions
 here are pure: they never mutate their inputs and return a new document.
+
+By default a result shares no containers with either input. The merge patches also take ``copy_target=False``,
+for the server's write path: the result is then built copy-on-write, sharing every subtree the patch does not touch
+with ``target`` (never anything with the patch). That is safe only because stored objects are immutable by
+convention, and it turns an O(object) deep copy per status patch into O(patched paths).
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["PatchError", "PatchTestFailed", "json_merge_patch", "json_patch", "strategic_merge_patch"]
+__all__ = [
+    "PatchError",
+    "PatchTestFailed",
+    "copy_json",
+    "json_merge_patch",
+    "json_patch",
+    "strategic_merge_patch",
+]
 
 
 class PatchError(ValueError):
@@ -28,18 +39,76 @@ class PatchTestFailed(PatchError):
 # RFC 7386 JSON merge patch
 
 
-def json_merge_patch(target: Any, patch: Any) -> Any:
+_CANONICAL: dict[str, str] = {}
+_CANONICAL_LIMIT: Final = 1 << 16
+_CANONICAL_MAX_LEN: Final = 64
+
+
+def _canonical(text: str) -> str:
+    """One shared instance per distinct short string (keys such as ``"containerPort"``, values such as ``"True"``).
+
+    A bounded table rather than ``sys.intern``: unique values (uids, names) pass through it too, and interned
+    strings are immortal on some Python versions. When the table fills up it starts over; objects already stored
+    keep their strings, and common ones are shared again from their next occurrence.
+    """
+    if len(text) > _CANONICAL_MAX_LEN:
+        return text
+    if len(_CANONICAL) >= _CANONICAL_LIMIT:
+        _CANONICAL.clear()
+    _CANONICAL[text] = text
+    return text
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value: new dicts and lists, scalars shared, short strings canonicalised.
+
+    Several times faster than ``copy.deepcopy`` and faster than a JSON round trip. Canonical strings matter for
+    memory: every decoded request body brings its own copies of ``"metadata"``, ``"containerPort"``, ``"True"``
+    and the like, and at 50,000 stored pods those duplicates would be a third of the objects' size.
+    """
+    kind = type(value)
+    if kind is dict:
+        out: dict[Any, Any] = {}
+        canon = _CANONICAL.get
+        for key, item in value.items():
+            kind = type(item)
+            if kind is str:
+                item = canon(item) or _canonical(item)
+            elif kind is dict or kind is list:
+                item = copy_json(item)
+            out[(canon(key) or _canonical(key)) if type(key) is str else key] = item
+        return out
+    if kind is list:
+        result: list[Any] = []
+        canon = _CANONICAL.get
+        for item in value:
+            kind = type(item)
+            if kind is str:
+                item = canon(item) or _canonical(item)
+            elif kind is dict or kind is list:
+                item = copy_json(item)
+            result.append(item)
+        return result
+    if kind is str:
+        return _CANONICAL.get(value) or _canonical(value)
+    return value
+
+
+def json_merge_patch(target: Any, patch: Any, *, copy_target: bool = True) -> Any:
     """Apply an RFC 7386 merge patch: objects merge recursively, ``null`` deletes a key, anything else replaces.
 
-    The result shares no containers with either input, so callers may mutate it freely.
+    The result shares no containers with either input, so callers may mutate it freely; with
+    ``copy_target=False`` it shares the subtrees the patch leaves untouched with ``target`` (see module doc).
     """
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    return _merge_into(copy.deepcopy(target) if isinstance(target, dict) else {}, patch)
+        return copy_json(patch)
+    base = target if isinstance(target, dict) else {}
+    return _merge_into(copy_json(base) if copy_target else base, patch)
 
 
-def _merge_into(result: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    """Merge ``patch`` into ``result`` (owned by the caller) in place."""
+def _merge_into(original: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A new dict: ``original`` (never mutated) with ``patch`` merged in; untouched values are shared."""
+    result = dict(original)
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -47,7 +116,7 @@ def _merge_into(result: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]
             current = result.get(key)
             result[key] = _merge_into(current if isinstance(current, dict) else {}, value)
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = copy_json(value)
     return result
 
 
@@ -165,20 +234,20 @@ def json_patch(target: Any, ops: Any) -> Any:
     """Apply an RFC 6902 JSON patch atomically: either every operation applies or a ``PatchError`` is raised."""
     if not isinstance(ops, list):
         raise PatchError("json patch must be a JSON array of operations")
-    doc = copy.deepcopy(target)
+    doc = copy_json(target)
     for op in ops:
         if not isinstance(op, dict):
             raise PatchError("json patch operations must be JSON objects")
         kind = op.get("op")
         path = _member(op, "path")
         if kind == "add":
-            doc = _add(doc, path, copy.deepcopy(_member(op, "value")))
+            doc = _add(doc, path, copy_json(_member(op, "value")))
         elif kind == "remove":
             doc, _ = _remove(doc, path)
         elif kind == "replace":
             _get(doc, path)
             doc, _ = _remove(doc, path)
-            doc = _add(doc, path, copy.deepcopy(_member(op, "value")))
+            doc = _add(doc, path, copy_json(_member(op, "value")))
         elif kind == "move":
             source = _member(op, "from")
             if path != source and path.startswith(source + "/"):
@@ -186,7 +255,7 @@ def json_patch(target: Any, ops: Any) -> Any:
             doc, value = _remove(doc, source)
             doc = _add(doc, path, value)
         elif kind == "copy":
-            doc = _add(doc, path, copy.deepcopy(_get(doc, _member(op, "from"))))
+            doc = _add(doc, path, copy_json(_get(doc, _member(op, "from"))))
         elif kind == "test":
             expected = _member(op, "value")
             if not _json_equal(_get(doc, path), expected):
@@ -304,24 +373,32 @@ _SET_ORDER: Final = "$setElementOrder/"
 _DELETE_PRIMITIVES: Final = "$deleteFromPrimitiveList/"
 
 
-def strategic_merge_patch(target: dict[str, Any], patch: dict[str, Any], kind: str) -> dict[str, Any]:
+def strategic_merge_patch(
+    target: dict[str, Any], patch: dict[str, Any], kind: str, *, copy_target: bool = True
+) -> dict[str, Any]:
     """Apply a strategic merge patch using the upstream patch strategies and merge keys of ``kind``.
 
     A kind without built-in patch metadata (a custom resource) gets plain JSON merge patch semantics.
+    ``copy_target=False`` shares untouched subtrees with ``target`` (see module doc).
     """
     if not isinstance(patch, dict):
         raise PatchError("strategic merge patch must be a JSON object")
     schema = schema_for_kind(kind)
     if schema is None:
-        result = json_merge_patch(target, patch)
+        result = json_merge_patch(target, patch, copy_target=copy_target)
         assert isinstance(result, dict)
         return result
-    merged = _merge_map(copy.deepcopy(target) if isinstance(target, dict) else {}, patch, schema)
+    base = target if isinstance(target, dict) else {}
+    merged = _merge_map(copy_json(base) if copy_target else base, patch, schema)
     return merged if merged is not None else {}
 
 
 def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], schema: Schema) -> dict[str, Any] | None:
-    """Merge ``patch`` into ``original`` (owned, mutated); ``None`` means the map itself is deleted."""
+    """A new dict: ``original`` (never mutated) with ``patch`` merged in; ``None`` means the map is deleted.
+
+    Values the patch does not touch are shared with ``original``; containers on patched paths are new.
+    """
+    original = dict(original)
     directive = patch.get(_DIRECTIVE)
     if directive is not None:
         if directive == "delete":
@@ -367,7 +444,7 @@ def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], schema: Schem
         elif isinstance(value, list):
             original[key] = _merge_list(current if isinstance(current, list) else [], value, meta, key)
         else:
-            original[key] = copy.deepcopy(value)
+            original[key] = copy_json(value)
     for name, (order, server) in orders.items():
         current = original.get(name)
         if isinstance(current, list):
@@ -392,7 +469,7 @@ def _merge_list(original: list[Any], patch: list[Any], meta: FieldMeta, name: st
     if key is None:
         for item in patch:
             if not any(_json_equal(item, existing) for existing in result):
-                result.append(copy.deepcopy(item))
+                result.append(copy_json(item))
         return result
     for item in patch:
         if not isinstance(item, dict) or key not in item:
@@ -419,7 +496,7 @@ def _fresh(item: Any, meta: FieldMeta) -> Any:
     """A patch list element copied into the result with its directives and nulls stripped."""
     if isinstance(item, dict):
         return _merge_map({}, item, meta.children) or {}
-    return copy.deepcopy(item)
+    return copy_json(item)
 
 
 def _apply_order(merged: list[Any], order: list[Any], server: list[Any], key: str | None) -> list[Any]:

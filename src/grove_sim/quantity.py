@@ -6,6 +6,7 @@ must compare exactly (``Fraction``), never through floats that could admit a pod
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 from typing import Any, Final
@@ -43,7 +44,14 @@ def parse_quantity(value: Any) -> Fraction:
         raise QuantityError(f"quantity must be a string or number, not {value!r}")
     if isinstance(value, int | float):
         return Fraction(value)
-    match = _RE.match(str(value).strip())
+    return _parse_text(str(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
+    """Parse a quantity string; memoised because a cluster uses a handful of distinct amounts (Fractions are
+    immutable, so sharing one is safe). Errors are not cached and re-raise every time."""
+    match = _RE.match(value.strip())
     if match is None:
         raise QuantityError(
             f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {value!r}"

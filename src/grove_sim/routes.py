@@ -65,6 +65,14 @@ def _discovery(ctx: ApiContext, request: web.Request) -> web.StreamResponse | No
         if openapi is None:
             raise errors.route_not_found()
         return json_response(openapi)
+    if path == "/openapi/v2":
+        if "protobuf" in request.headers.get("Accept", ""):
+            response = web.Response(body=discovery.openapi_v2_protobuf())
+            response.headers["Content-Type"] = discovery.OPENAPI_V2_PROTOBUF
+        else:
+            response = json_response(discovery.openapi_v2_document())
+        response.headers["Vary"] = "Accept"
+        return response
     if path.startswith("/openapi/"):
         raise errors.route_not_found()
     parts = [p for p in path.split("/") if p]

@@ -3,8 +3,14 @@
 It plays etcd's role. Every write goes through ``put`` or ``remove``, which stamp the next global resourceVersion,
 append one ``Event`` to the collection's history (the replay window for "watch from resourceVersion N") and hand
 the event to the collection's watchers and to in-process listeners (the garbage collector, namespace controller,
-kubelet and token controller). Stored objects are treated as immutable: writers build a new dict and ``put`` it,
-so readers, watch events and history can share one object and its JSON encoding without copies.
+kubelet and token controller).
+
+Ownership rule: a stored object, and every dict and list reachable from it, is immutable. Writers build a new
+top-level dict with new containers along every path they change and ``put`` it; untouched subtrees may be shared
+with the previous version (the patch functions' ``copy_target=False``). So readers, watch events, history and
+older versions share structure without copies, and one write is JSON-encoded once: the event's encoding feeds
+every watcher's line and the HTTP response (``encoded``). Only the newest ``ENCODED_EVENTS`` events of a
+collection keep their encoding; an older one re-encodes if a watch replays it.
 
 The store is single-threaded by design: every caller runs on the server's event loop, so a write and its
 notifications are atomic with respect to each other.
@@ -20,10 +26,13 @@ from typing import Any, Protocol
 
 from grove_sim.resources import ResourceKey
 
-__all__ = ["DEFAULT_HISTORY", "Event", "ObjectRef", "Store", "TooOld", "WatchSink", "dumps"]
+__all__ = ["DEFAULT_HISTORY", "ENCODED_EVENTS", "Event", "ObjectRef", "Store", "TooOld", "WatchSink", "dumps"]
 
 DEFAULT_HISTORY = 20_000
 """Events kept per collection for watch replay; older resourceVersions get 410 Expired."""
+
+ENCODED_EVENTS = 256
+"""Newest events per collection that keep their JSON encoding (watchers that lag hold their own line bytes)."""
 
 ObjectRef = tuple[ResourceKey, str, str]
 """(collection, namespace, name) of a stored object; namespace is "" for cluster-scoped kinds."""
@@ -37,7 +46,7 @@ def dumps(obj: Any) -> bytes:
 class Event:
     """One committed change: the new state (or last state for DELETED) and the previous state."""
 
-    __slots__ = ("_json", "key", "obj", "old", "rv", "type")
+    __slots__ = ("_json", "_lines", "key", "obj", "old", "rv", "type")
 
     def __init__(self, type_: str, key: ResourceKey, obj: dict[str, Any], old: dict[str, Any] | None, rv: int):
         self.type = type_
@@ -46,16 +55,29 @@ class Event:
         self.old = old
         self.rv = rv
         self._json: bytes | None = None
+        self._lines: dict[str, bytes] | None = None
 
     def object_json(self) -> bytes:
-        """The object's JSON, encoded once and shared by every watcher that sends it."""
+        """The object's JSON, encoded once and shared by the response and every watcher that sends it."""
         if self._json is None:
             self._json = dumps(self.obj)
         return self._json
 
     def line(self, type_: str | None = None) -> bytes:
-        """One watch-stream line ``{"type":…,"object":…}\\n``."""
-        return b'{"type":"' + (type_ or self.type).encode() + b'","object":' + self.object_json() + b"}\n"
+        """One watch-stream line ``{"type":…,"object":…}\\n``, built once per type and shared by all watchers."""
+        type_ = type_ or self.type
+        lines = self._lines
+        if lines is None:
+            lines = self._lines = {}
+        line = lines.get(type_)
+        if line is None:
+            line = lines[type_] = b'{"type":"' + type_.encode() + b'","object":' + self.object_json() + b"}\n"
+        return line
+
+    def drop_encoding(self) -> None:
+        """Forget the cached JSON and lines (memory); they are rebuilt if the event is ever sent again."""
+        self._json = None
+        self._lines = None
 
 
 class TooOld(Exception):
@@ -95,6 +117,7 @@ class Store:
         self._listeners: list[Listener] = []
         self._uids: dict[str, ObjectRef] = {}
         self._dependents: dict[str, set[ObjectRef]] = {}
+        self._last: Event | None = None
 
     # ---------------------------------------------------------------------------------------------------- reads
 
@@ -120,6 +143,17 @@ class Store:
     def collections(self) -> builtins.list[ResourceKey]:
         """Collections that hold or held objects."""
         return list(self._by_ns)
+
+    def encoded(self, obj: dict[str, Any]) -> bytes:
+        """JSON of ``obj``, reusing the last commit's encoding when ``obj`` is the object that commit stored.
+
+        Handlers answer a write with the object they just stored; the identity check makes the reuse exact (same
+        object, hence same representation), and anything else (dry runs, no-op updates, reads) is encoded afresh.
+        """
+        last = self._last
+        if last is not None and last.obj is obj:
+            return last.object_json()
+        return dumps(obj)
 
     def by_uid(self, uid: str) -> ObjectRef | None:
         """Where the object with this uid lives, or None if no such object exists."""
@@ -193,6 +227,9 @@ class Store:
         if len(history) >= self._history_limit:
             self._compacted[event.key] = history.popleft().rv
         history.append(event)
+        if len(history) > ENCODED_EVENTS:
+            history[-ENCODED_EVENTS - 1].drop_encoding()
+        self._last = event
         for sink in list(self._watchers.get(event.key, ())):
             sink.offer(event)
         for listener in self._listeners:

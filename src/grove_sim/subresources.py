@@ -59,16 +59,17 @@ def bind(core: Core, namespace: str, pod_name: str, binding: Any) -> dict[str, A
         )
     if spec.get("schedulingGates"):
         raise errors.conflict("", "pods/binding", pod_name, f"pod {pod_name} has non-empty .spec.schedulingGates")
-    new = clone(pod)
-    new["spec"]["nodeName"] = node
+    # Copy-on-write (stored objects are immutable): new containers on the changed paths, the rest shared.
+    new_meta = dict(pod_meta)
     if meta.get("annotations"):
-        new["metadata"]["annotations"] = {**(new["metadata"].get("annotations") or {}), **meta["annotations"]}
-    status = new.setdefault("status", {})
+        new_meta["annotations"] = {**(pod_meta.get("annotations") or {}), **meta["annotations"]}
+    status = dict(pod.get("status") or {})
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
     conditions.append(
         {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_rfc3339()}
     )
     status["conditions"] = conditions
+    new = {**pod, "metadata": new_meta, "spec": {**spec, "nodeName": node}, "status": status}
     core.store.put(info.key, new, pod)
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 

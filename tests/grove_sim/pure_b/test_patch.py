@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove_sim.patch import PatchError, PatchTestFailed, json_merge_patch, json_patch, strategic_merge_patch
+from grove_sim.patch import (
+    PatchError,
+    PatchTestFailed,
+    copy_json,
+    json_merge_patch,
+    json_patch,
+    strategic_merge_patch,
+)
 
 scalars = st.one_of(st.booleans(), st.integers(-5, 5), st.text("abc", max_size=3))
 keys = st.sampled_from(["a", "b", "c", "d/e", "f~g"])
@@ -74,6 +81,55 @@ def test_patch_results_share_nothing_with_inputs(doc: dict[str, Any], patch: dic
         scramble(result)
     assert doc == doc_before
     assert patch == patch_before
+
+
+@given(documents, documents, st.sampled_from(["Pod", "Widget"]))
+def test_copy_on_write_patches_equal_copying_ones(doc: dict[str, Any], patch: dict[str, Any], kind: str) -> None:
+    """``copy_target=False`` gives the same document, never mutates the target, and shares nothing with the patch."""
+    doc_before, patch_before = copy.deepcopy(doc), copy.deepcopy(patch)
+    merged = json_merge_patch(doc, patch, copy_target=False)
+    strategic = strategic_merge_patch(doc, patch, kind, copy_target=False)
+    assert merged == json_merge_patch(doc, patch)
+    assert strategic == strategic_merge_patch(doc, patch, kind)
+    assert doc == doc_before
+    scramble(merged)
+    scramble(strategic)
+    assert patch == patch_before
+
+
+def test_copy_on_write_patch_shares_untouched_subtrees() -> None:
+    """A status patch rebuilds only the containers on the patched path; spec and metadata stay shared."""
+    target = pod(
+        spec={"containers": [{"name": "c", "image": "busybox"}]},
+        status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    )
+    patch = {"status": {"conditions": [{"type": "Probe", "status": "True"}]}}
+    result = strategic_merge_patch(target, patch, "Pod", copy_target=False)
+    assert result["spec"] is target["spec"]
+    assert result["metadata"] is target["metadata"]
+    assert result["status"] is not target["status"]
+    assert result["status"]["conditions"][0] is target["status"]["conditions"][0]
+    assert [c["type"] for c in result["status"]["conditions"]] == ["Ready", "Probe"]
+    assert [c["type"] for c in target["status"]["conditions"]] == ["Ready"]
+    copied = strategic_merge_patch(target, patch, "Pod")
+    assert copied["spec"] is not target["spec"]
+
+
+def test_copy_json_copies_containers_and_shares_string_instances() -> None:
+    """``copy_json`` is a deep copy whose equal short strings (keys and values) are one object each."""
+    first = json.loads('{"metadata": {"name": "a", "labels": {"tier": "frontend"}}, "list": [{"x": "True"}]}')
+    second = json.loads('{"metadata": {"name": "b", "labels": {"tier": "frontend"}}, "list": [{"x": "True"}]}')
+    one, two = copy_json(first), copy_json(second)
+    assert one == first
+    assert one["metadata"] is not first["metadata"]
+    assert one["list"][0] is not first["list"][0]
+    key_one = next(k for k in one if k == "metadata")
+    key_two = next(k for k in two if k == "metadata")
+    assert key_one is key_two
+    assert one["metadata"]["labels"]["tier"] is two["metadata"]["labels"]["tier"]
+    assert one["list"][0]["x"] is two["list"][0]["x"]
+    long_value = "v" * 200
+    assert copy_json({"k": long_value})["k"] is long_value
 
 
 def scramble(value: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import signal
 import subprocess
@@ -11,6 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import yaml
+
+from grove_sim.cli import GC_THRESHOLD, tune_gc
 
 
 def test_up_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -46,3 +49,17 @@ def test_up_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 0
     assert "grove-sim ready" in out
+
+
+def test_tune_gc_freezes_start_up_objects_and_raises_thresholds() -> None:
+    """``grove-sim up`` moves start-up objects out of the collector's reach and collects far less often."""
+    before = gc.get_threshold()
+    try:
+        tune_gc()
+        assert gc.get_threshold() == GC_THRESHOLD
+        assert GC_THRESHOLD[0] > before[0]
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+    assert gc.get_freeze_count() == 0

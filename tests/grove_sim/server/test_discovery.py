@@ -7,7 +7,7 @@ from typing import Any
 
 import aiohttp
 
-from grove_sim.discovery import AGGREGATED_V2
+from grove_sim.discovery import AGGREGATED_V2, OPENAPI_V2_PROTOBUF
 from grove_sim.testing import SimCluster
 
 
@@ -59,7 +59,25 @@ async def test_openapi_v3(sim: SimCluster, widget_crd: dict[str, Any]) -> None:
     patch = doc["paths"]["/apis/example.dev/v1/namespaces/{namespace}/widgets/{name}"]["patch"]
     assert patch["x-kubernetes-group-version-kind"] == {"group": "example.dev", "version": "v1", "kind": "Widget"}
     assert any(p["name"] == "fieldValidation" for p in patch["parameters"])
-    assert (await _get(sim, "/openapi/v2"))[0] == 404
+
+
+async def test_openapi_v2_protobuf_and_json(sim: SimCluster) -> None:
+    """/openapi/v2 answers kubectl's protobuf Accept with a gnostic Document, and JSON clients with Swagger 2.0."""
+    accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    url = sim.url + "/openapi/v2"
+    async with aiohttp.ClientSession() as session, session.get(url, headers={"Accept": accept}) as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"] == OPENAPI_V2_PROTOBUF
+        raw = await resp.read()
+    # Document.swagger (field 1) = "2.0", then Document.info (field 2) holding title (1) and version (2).
+    assert raw.startswith(b"\x0a\x032.0\x12")
+    assert b"grove-sim" in raw
+    assert b"v1.32.5" in raw
+    status, content_type, doc = await _get(sim, "/openapi/v2")
+    assert status == 200
+    assert content_type.startswith("application/json")
+    assert doc["swagger"] == "2.0"
+    assert doc["definitions"] == {}
 
 
 async def test_errors_are_status_objects(sim: SimCluster) -> None:
