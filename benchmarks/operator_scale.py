@@ -7,9 +7,16 @@ watches the namespace's pods and binds every ungated, unbound pod round-robin ov
 * scale-down 500 → 0 (`spec.replicas` via the scale subresource): seconds until no pod is left;
 * scale-up 0 → 500 (after the status shows 0 available): seconds until 1,000 pods exist and until
   `availableReplicas` = 500 again;
-* the operator's peak resident memory (VmHWM).
+* the operator's CPU seconds per phase (steadier than wall time on a shared machine) and peak memory (VmHWM).
 
-and prints the medians over the runs. Usage: ``python -m benchmarks.operator_scale [--runs 3] [--replicas 500]``.
+It prints per-run numbers and medians and writes them to `benchmarks/results/operator_scale.json` (and `.md`).
+Options: `--baseline-src DIR` also runs the operator from `DIR/src` (e.g. `git archive <commit> src | tar -x -C
+DIR`), alternating with the current one, for a before/after comparison under the same load;
+`--memory-replicas 5000` adds one run with a 5,000-replica PCS (10,000 pods) reporting the operator's memory;
+`--profile-operator FILE` runs the operator under cProfile.
+
+Usage: ``python -m benchmarks.operator_scale [--runs 3] [--replicas 500] [--baseline-src DIR]
+[--memory-replicas 5000] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -17,11 +24,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
+import os
+import platform
 import signal
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +46,9 @@ PCS = ResourceType("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
 CRDS = Path(__file__).resolve().parent.parent / "crds"
 NAMESPACE = "scale"
 PHASE_LIMIT = 300.0
+MEMORY_PHASE_LIMIT = 1800.0
 LOG_DIR = Path(tempfile.gettempdir())
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def workload(replicas: int) -> dict[str, Any]:
@@ -66,12 +80,30 @@ def workload(replicas: int) -> dict[str, Any]:
     }
 
 
-def peak_rss_mib(pid: int) -> float:
-    """Peak resident set size (VmHWM) of a process in MiB."""
+def _proc_status_mib(pid: int, field: str) -> float:
+    """One memory field (``VmHWM``, ``VmRSS``) of ``/proc/<pid>/status`` in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def peak_rss_mib(pid: int) -> float:
+    """Peak resident set size (VmHWM) of a process in MiB."""
+    return _proc_status_mib(pid, "VmHWM")
+
+
+def rss_mib(pid: int) -> float:
+    """Current resident set size (VmRSS) of a process in MiB."""
+    return _proc_status_mib(pid, "VmRSS")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used: on a shared 2-core machine wall-clock phases move with
+    everyone else's load, the operator's CPU seconds per phase much less."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Binder:
@@ -131,8 +163,8 @@ class Binder:
                 self.bound.discard(name)
 
 
-async def until(predicate: Any, poll: float = 0.05) -> float:
-    """Seconds until `predicate()` (sync or async) is true; raises after PHASE_LIMIT."""
+async def until(predicate: Any, poll: float = 0.05, limit: float = PHASE_LIMIT) -> float:
+    """Seconds until `predicate()` (sync or async) is true; raises after `limit` seconds."""
     start = time.perf_counter()
     while True:
         value = predicate()
@@ -140,7 +172,7 @@ async def until(predicate: Any, poll: float = 0.05) -> float:
             value = await value
         if value:
             return time.perf_counter() - start
-        if time.perf_counter() - start > PHASE_LIMIT:
+        if time.perf_counter() - start > limit:
             raise TimeoutError("phase did not finish")
         await asyncio.sleep(poll)
 
@@ -151,8 +183,19 @@ async def available(client: KubeClient, want: int) -> bool:
     return bool((pcs.get("status") or {}).get("availableReplicas") == want)
 
 
-async def one_run(replicas: int, nodes: int) -> dict[str, float]:
-    """Fresh sim + operator processes; the four timings and the operator's peak RSS."""
+@dataclass
+class Cluster:
+    """A running sim + operator pair, a client and the binder; `operator_pid` for /proc readings."""
+
+    client: KubeClient
+    binder: Binder
+    operator_pid: int
+
+
+@contextlib.asynccontextmanager
+async def cluster(nodes: int, operator_src: Path | None, profile_out: Path | None) -> AsyncIterator[Cluster]:
+    """Fresh grove-sim and grove-operator processes (the operator from `operator_src`/src when given), CRDs
+    applied, the namespace created and the binder running; everything is stopped on exit."""
     with SimProcess(nodes) as sim:
         kubectl = await asyncio.create_subprocess_exec(
             "kubectl", "apply", "-f", str(CRDS),
@@ -161,12 +204,16 @@ async def one_run(replicas: int, nodes: int) -> dict[str, float]:
         )  # fmt: skip
         if await kubectl.wait() != 0:
             raise RuntimeError("kubectl apply of the CRDs failed")
-        log = LOG_DIR / f"operator-{int(time.time())}.log"
+        env = dict(os.environ)
+        if operator_src is not None:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(operator_src / "src"), env.get("PYTHONPATH")) if p)
+        profiler = ["-m", "cProfile", "-o", str(profile_out)] if profile_out is not None else []
+        log = LOG_DIR / f"operator-{os.getpid()}-{time.monotonic_ns()}.log"
         with log.open("wb") as sink:
             operator = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "grove_operator.cli", "--kubeconfig", str(sim.kubeconfig), "--no-leader-elect",
-                "--health-port", "0", "--metrics-port", "0", "--log-level", "WARNING",
-                stdout=asyncio.subprocess.DEVNULL, stderr=sink,
+                sys.executable, *profiler, "-m", "grove_operator.cli", "--kubeconfig", str(sim.kubeconfig),
+                "--no-leader-elect", "--health-port", "0", "--metrics-port", "0", "--log-level", "WARNING",
+                stdout=asyncio.subprocess.DEVNULL, stderr=sink, env=env,
             )  # fmt: skip
         client = await KubeClient.from_kubeconfig(str(sim.kubeconfig))
         binder_task: asyncio.Task[None] | None = None
@@ -179,29 +226,7 @@ async def one_run(replicas: int, nodes: int) -> dict[str, float]:
             binder = Binder(client, node_names)
             binder_task = asyncio.get_running_loop().create_task(binder.run())
             await asyncio.sleep(2.0)  # let the operator's caches sync before the clock starts
-            start = time.perf_counter()
-            await client.create(PCS, workload(replicas), NAMESPACE)
-            await until(lambda: len(binder.live) >= 2 * replicas)
-            created = time.perf_counter() - start
-            await until(lambda: available(client, replicas), poll=0.1)
-            avail = time.perf_counter() - start
-            await client.scale(PCS, "scale", NAMESPACE, 0)
-            down = await until(lambda: not binder.live)
-            await until(lambda: available(client, 0), poll=0.1)  # status caught up, so scale-up starts from 0
-            await client.scale(PCS, "scale", NAMESPACE, replicas)
-            start = time.perf_counter()
-            await until(lambda: len(binder.live) >= 2 * replicas)
-            up_pods = time.perf_counter() - start
-            await until(lambda: available(client, replicas), poll=0.1)
-            up = time.perf_counter() - start
-            return {
-                "pods_created_s": created,
-                "available_s": avail,
-                "scale_down_s": down,
-                "scale_up_pods_s": up_pods,
-                "scale_up_s": up,
-                "operator_peak_rss_mib": peak_rss_mib(operator.pid),
-            }
+            yield Cluster(client, binder, operator.pid)
         finally:
             if binder_task is not None:
                 binder_task.cancel()
@@ -211,24 +236,157 @@ async def one_run(replicas: int, nodes: int) -> dict[str, float]:
             if operator.returncode is None:
                 operator.send_signal(signal.SIGTERM)
                 try:
-                    await asyncio.wait_for(operator.wait(), 30)
+                    await asyncio.wait_for(operator.wait(), 60)
                 except TimeoutError:
                     operator.kill()
 
 
+async def one_run(
+    replicas: int, nodes: int, *, operator_src: Path | None = None, profile_out: Path | None = None
+) -> dict[str, float]:
+    """Create, scale to 0, scale back up: the five timings, the operator CPU seconds per phase, its peak RSS."""
+    async with cluster(nodes, operator_src, profile_out) as c:
+        client, binder, pid = c.client, c.binder, c.operator_pid
+        cpu0 = cpu_seconds(pid)
+        start = time.perf_counter()
+        await client.create(PCS, workload(replicas), NAMESPACE)
+        await until(lambda: len(binder.live) >= 2 * replicas)
+        created = time.perf_counter() - start
+        await until(lambda: available(client, replicas), poll=0.1)
+        avail = time.perf_counter() - start
+        cpu1 = cpu_seconds(pid)
+        start = time.perf_counter()
+        await client.scale(PCS, "scale", NAMESPACE, 0)
+        down = await until(lambda: not binder.live)
+        await until(lambda: available(client, 0), poll=0.1)  # status caught up, so scale-up starts from 0
+        cpu2 = cpu_seconds(pid)
+        await client.scale(PCS, "scale", NAMESPACE, replicas)
+        start = time.perf_counter()
+        await until(lambda: len(binder.live) >= 2 * replicas)
+        up_pods = time.perf_counter() - start
+        await until(lambda: available(client, replicas), poll=0.1)
+        up = time.perf_counter() - start
+        cpu3 = cpu_seconds(pid)
+        return {
+            "pods_created_s": created,
+            "available_s": avail,
+            "scale_down_s": down,
+            "scale_up_pods_s": up_pods,
+            "scale_up_s": up,
+            "operator_cpu_create_s": cpu1 - cpu0,
+            "operator_cpu_scale_down_s": cpu2 - cpu1,
+            "operator_cpu_scale_up_s": cpu3 - cpu2,
+            "operator_peak_rss_mib": peak_rss_mib(pid),
+        }
+
+
+async def memory_run(replicas: int, nodes: int, operator_src: Path | None = None) -> dict[str, float]:
+    """One PCS of `replicas` x 2 pods: the operator's RSS once every pod exists and once all are available."""
+    async with cluster(nodes, operator_src, None) as c:
+        client, binder, pid = c.client, c.binder, c.operator_pid
+        idle = rss_mib(pid)
+        start = time.perf_counter()
+        await client.create(PCS, workload(replicas), NAMESPACE)
+        await until(lambda: len(binder.live) >= 2 * replicas, limit=MEMORY_PHASE_LIMIT)
+        created = time.perf_counter() - start
+        rss_created = rss_mib(pid)
+        await until(lambda: available(client, replicas), poll=0.5, limit=MEMORY_PHASE_LIMIT)
+        avail = time.perf_counter() - start
+        return {
+            "pods": 2 * replicas,
+            "pods_created_s": created,
+            "available_s": avail,
+            "operator_idle_rss_mib": idle,
+            "operator_rss_when_created_mib": rss_created,
+            "operator_rss_when_available_mib": rss_mib(pid),
+            "operator_peak_rss_mib": peak_rss_mib(pid),
+            "operator_cpu_s": cpu_seconds(pid),
+        }
+
+
+def medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Per-metric median over runs."""
+    return {k: round(statistics.median(r[k] for r in runs), 3) for k in runs[0]}
+
+
+def _line(label: str, result: dict[str, float]) -> str:
+    return f"{label}: " + ", ".join(f"{k}={v:.2f}" for k, v in result.items())
+
+
+def write_reports(report: dict[str, Any], json_path: Path) -> None:
+    """`report` as JSON at `json_path` and as a Markdown table next to it (same stem, `.md`)."""
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report, indent=2) + "\n")
+    rows = [("current", report["median"])]
+    if report.get("baseline"):
+        rows.insert(0, (f"baseline ({report['baseline']['source']})", report["baseline"]["median"]))
+    keys = list(report["median"])
+    lines = [
+        "# grove-operator scale test",
+        "",
+        f"Command: `{report['command']}` ({report['date']}, {report['cpus']} CPUs, Python {report['python']}); "
+        f"{report['replicas']}-replica PodCliqueSet ({2 * report['replicas']} pods) on {report['nodes']} nodes, "
+        f"medians of {report['runs']} runs. Times in seconds, memory in MiB.",
+        "",
+        "| operator | " + " | ".join(keys) + " |",
+        "|---|" + "---|" * len(keys),
+    ]
+    lines += [f"| {label} | " + " | ".join(f"{m[k]:.2f}" for k in keys) + " |" for label, m in rows]
+    memory = report.get("memory")
+    if memory:
+        lines += ["", f"Memory phase ({memory['pods']:.0f} pods):", ""]
+        lines += [f"- {k}: {v:.1f}" for k, v in memory.items() if k != "pods"]
+    json_path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print per-run numbers and medians."""
+    """Run the benchmark, print per-run numbers and medians, write the result files."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--replicas", type=int, default=500)
     parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument(
+        "--baseline-src", type=Path, default=None,
+        help="also run the operator from DIR/src (e.g. a `git archive` of an older commit), alternating runs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-replicas", type=int, default=0,
+        help="after the timed runs, one run with this many replicas (x2 pods) reporting the operator's memory",
+    )  # fmt: skip
+    parser.add_argument("--memory-nodes", type=int, default=200)
+    parser.add_argument("--profile-operator", type=Path, default=None, help="write the operator's cProfile here")
+    parser.add_argument("--json", default=str(RESULTS / "operator_scale.json"), help="result file ('' skips)")
     args = parser.parse_args(argv)
-    results = []
+    current: list[dict[str, float]] = []
+    baseline: list[dict[str, float]] = []
     for i in range(args.runs):
-        result = asyncio.run(one_run(args.replicas, args.nodes))
-        results.append(result)
-        print(f"run {i + 1}: " + ", ".join(f"{k}={v:.2f}" for k, v in result.items()), flush=True)
-    print("median: " + ", ".join(f"{k}={statistics.median(r[k] for r in results):.2f}" for k in results[0]))
+        if args.baseline_src is not None:
+            result = asyncio.run(one_run(args.replicas, args.nodes, operator_src=args.baseline_src))
+            baseline.append(result)
+            print(_line(f"baseline run {i + 1}", result), flush=True)
+        result = asyncio.run(one_run(args.replicas, args.nodes, profile_out=args.profile_operator))
+        current.append(result)
+        print(_line(f"run {i + 1}", result), flush=True)
+    report: dict[str, Any] = {
+        "command": "python -m benchmarks.operator_scale " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "replicas": args.replicas,
+        "nodes": args.nodes,
+        "runs": args.runs,
+        "median": medians(current),
+        "per_run": current,
+    }
+    if baseline:
+        report["baseline"] = {"source": str(args.baseline_src), "median": medians(baseline), "per_run": baseline}
+        print(_line("baseline median", report["baseline"]["median"]))
+    print(_line("median", report["median"]), flush=True)
+    if args.memory_replicas > 0:
+        report["memory"] = asyncio.run(memory_run(args.memory_replicas, args.memory_nodes))
+        print(_line("memory", report["memory"]), flush=True)
+    if args.json:
+        write_reports(report, Path(args.json))
     return 0
 
 

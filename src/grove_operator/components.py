@@ -48,9 +48,11 @@ __all__ = [
     "delete_if_exists",
     "ensure_finalizer",
     "error_code",
+    "in_sync",
     "is_subset",
     "last_errors",
     "managed",
+    "merge_patch_for",
     "namespaced_label_index",
     "remove_finalizer",
     "status_patch",
@@ -140,16 +142,28 @@ class Component(Protocol[T]):
 
 
 def is_subset(want: Any, have: Any) -> bool:
-    """True when every field of `want` is present and equal in `have` (dicts recursively, lists exactly)."""
+    """True when every field of `want` is present and equal in `have` (dicts recursively, lists exactly).
+
+    Equal values are a subset of each other, so each level first tries the (C-speed) equality and only walks into
+    values that differ: every reconcile compares hundreds of desired children with their cached state.
+    """
+    if want == have:
+        return True
     if isinstance(want, Mapping):
         if not isinstance(have, Mapping):
             return False
-        return all(k in have and is_subset(v, have[k]) for k, v in want.items())
+        for k, v in want.items():
+            if k not in have:
+                return False
+            h = have[k]
+            if v != h and not is_subset(v, h):
+                return False
+        return True
     if isinstance(want, list):
         if not isinstance(have, list) or len(want) != len(have):
             return False
-        return all(is_subset(w, h) for w, h in zip(want, have, strict=True))
-    return bool(want == have)
+        return all(w == h or is_subset(w, h) for w, h in zip(want, have, strict=True))
+    return False
 
 
 def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -173,6 +187,46 @@ def _check_owned(existing: Mapping[str, Any], desired: Mapping[str, Any], compon
     raise ComponentError(error_code(component), "sync", f"{existing.get('kind', 'object')} {name!r} is {owner}")
 
 
+def merge_patch_for(
+    desired: Mapping[str, Any],
+    existing: Mapping[str, Any],
+    *,
+    component: str,
+    patch_fields: tuple[str, ...] = ("spec",),
+) -> Obj | None:
+    """The merge patch of labels, annotations and `patch_fields` that brings `existing` in line with `desired`.
+
+    None when nothing differs. Pure and synchronous, so a component can sort hundreds of children into "in sync"
+    and "needs a write" without a coroutine per child. Raises `ComponentError` for an object we do not control.
+    """
+    _check_owned(existing, desired, component)
+    meta = desired["metadata"]
+    patch: Obj = {}
+    meta_patch = {k: meta[k] for k in ("labels", "annotations") if meta.get(k)}
+    if meta_patch and not is_subset(meta_patch, existing.get("metadata") or {}):
+        patch["metadata"] = meta_patch
+    for key in patch_fields:
+        if key in desired and not is_subset(desired[key], existing.get(key)):
+            patch[key] = desired[key]
+    return patch or None
+
+
+def in_sync(
+    desired: Mapping[str, Any],
+    existing: Mapping[str, Any] | None,
+    *,
+    component: str,
+    patch_fields: tuple[str, ...] = ("spec",),
+    create_only: bool = False,
+) -> bool:
+    """Whether `create_or_patch` would leave `existing` alone (it exists and nothing needs patching)."""
+    if existing is None:
+        return False
+    if create_only:
+        return True
+    return merge_patch_for(desired, existing, component=component, patch_fields=patch_fields) is None
+
+
 async def create_or_patch(
     ctx: SyncContext[Any],
     rt: ResourceType,
@@ -188,8 +242,7 @@ async def create_or_patch(
     Returns the outcome (``created``/``patched``/``unchanged``) and the freshest object known (the server's answer,
     else `existing`). An existing object controlled by someone else is never touched: that raises `ComponentError`.
     """
-    meta = desired["metadata"]
-    name = str(meta["name"])
+    name = str(desired["metadata"]["name"])
     if existing is None:
         try:
             return "created", await ctx.client.create(rt, desired, ctx.namespace)
@@ -197,15 +250,8 @@ async def create_or_patch(
             existing = await ctx.client.get(rt, name, ctx.namespace)
     if create_only:
         return "unchanged", existing
-    _check_owned(existing, desired, component)
-    patch: Obj = {}
-    meta_patch = {k: meta[k] for k in ("labels", "annotations") if meta.get(k)}
-    if meta_patch and not is_subset(meta_patch, existing.get("metadata") or {}):
-        patch["metadata"] = meta_patch
-    for key in patch_fields:
-        if key in desired and not is_subset(desired[key], existing.get(key)):
-            patch[key] = desired[key]
-    if not patch:
+    patch = merge_patch_for(desired, existing, component=component, patch_fields=patch_fields)
+    if patch is None:
         return "unchanged", existing
     try:
         return "patched", await ctx.client.patch(rt, name, patch, ctx.namespace, patch_type=PatchType.MERGE)

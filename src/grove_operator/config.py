@@ -37,6 +37,9 @@ class OperatorConfig:
     metrics_port: int | None = 2752
     health_host: str = "0.0.0.0"
     expectations_timeout: float = 300.0
+    child_batch_period: float = 0.2
+    """Seconds an owner waits after a child's status event (a PodClique after its pods' events) before
+    reconciling, so the changes of many children cost one reconcile per period instead of one each; 0 disables."""
 
     @staticmethod
     def init_image_from_env(default: str | None = None) -> str:

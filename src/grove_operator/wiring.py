@@ -5,13 +5,15 @@ reconcile) and cost (an extra trigger is wasted work at 10,000 pods). This modul
 builder calls (For / Owns / Watches with map functions and predicates), following grove-reference §3.1:
 
 * podcliqueset (10 workers): For PCS (create/delete, generation or `grove.io/reconcile-trigger` change); Owns
-  PodClique (delete, generation or status change); Owns PCSG (generation or status change); Owns PodGang
+  PodClique and PCSG (create/delete, generation change at once; status-only changes batched over
+  `child_batch_period`, because one reconcile re-derives the whole hierarchy); Owns PodGang
   (delete or generation change: hand edits are reverted); Owns the SA-token Secret (token filled in);
   Watches ClusterTopologyBinding → the PCSs referencing it. It does not watch pods.
 * podclique (10): For PodClique (create/delete, generation/labels change); Watches Pods → their PodClique
-  (create/delete, status, gates, node or deletion change); Watches PodGang → the PodCliques of its PodGroups;
+  (create/delete, status, gates, node or deletion change; batched like the PCS's child events, so the pods of a
+  PodClique moving together cost one reconcile and one status write); Watches PodGang → the PodCliques of its PodGroups;
   Watches PodClique status → the scaled-gang PodCliques waiting for that base gang to be scheduled.
-* podcliquescalinggroup (5): For PCSG (create/delete, generation change); Owns PodClique (any change);
+* podcliquescalinggroup (5): For PCSG (create/delete, generation change); Owns PodClique (spec at once, status batched);
   Watches PCS (generation change) → its PCSGs.
 * podgang (5): For PodGang (create/delete, generation change).
 
@@ -103,6 +105,13 @@ SPEC_OR_STATUS: Predicate = predicate(update=lambda o, n: _changed(o, n, _GENERA
 
 GENERATION_OR_DELETION: Predicate = predicate(update=lambda o, n: _changed(o, n, _GENERATION, _DELETION))
 """Spec changes and deletion only."""
+
+STATUS_ONLY: Predicate = predicate(
+    create=lambda _o: False,
+    update=lambda o, n: _changed(o, n, _STATUS) and not _changed(o, n, _GENERATION, _DELETION),
+    delete=lambda _o: False,
+)
+"""Status changes that come without a spec change or deletion (those are GENERATION_OR_DELETION's)."""
 
 PCLQ_PRIMARY: Predicate = predicate(update=lambda o, n: _changed(o, n, _GENERATION, _DELETION, _LABELS))
 """PodClique events for its own controller: spec, labels (gang membership) and deletion."""
@@ -212,8 +221,10 @@ def build(
         config.pcs_workers,
     )
     pcs.watch(pcs_inf, enqueue_self(), PCS_PRIMARY)
-    pcs.watch(pclq_inf, enqueue_owner(GROUP, "PodCliqueSet"), SPEC_OR_STATUS)
-    pcs.watch(pcsg_inf, enqueue_owner(GROUP, "PodCliqueSet"), SPEC_OR_STATUS)
+    batch = config.child_batch_period
+    for child_inf in (pclq_inf, pcsg_inf):
+        pcs.watch(child_inf, enqueue_owner(GROUP, "PodCliqueSet"), GENERATION_OR_DELETION)
+        pcs.watch(child_inf, enqueue_owner(GROUP, "PodCliqueSet"), STATUS_ONLY, batch_period=batch)
     pcs.watch(gang_inf, enqueue_owner(GROUP, "PodCliqueSet"), GENERATION_OR_DELETION)
     pcs.watch(secret_inf, enqueue_owner(GROUP, "PodCliqueSet"), TOKEN_FILLED)
 
@@ -229,7 +240,7 @@ def build(
         config.pclq_workers,
     )
     pclq.watch(pclq_inf, enqueue_self(), PCLQ_PRIMARY)
-    pclq.watch(pod_inf, enqueue_mapped(_pods_to_podclique), POD_CHANGED)
+    pclq.watch(pod_inf, enqueue_mapped(_pods_to_podclique), POD_CHANGED, batch_period=batch)
     pclq.watch(gang_inf, enqueue_mapped(_podgang_to_podcliques))
 
     def waiting_on_base(obj: Obj) -> Iterable[ObjectKey]:
@@ -248,7 +259,8 @@ def build(
         config.pcsg_workers,
     )
     pcsg.watch(pcsg_inf, enqueue_self(), GENERATION_OR_DELETION)
-    pcsg.watch(pclq_inf, enqueue_owner(GROUP, "PodCliqueScalingGroup"), SPEC_OR_STATUS)
+    pcsg.watch(pclq_inf, enqueue_owner(GROUP, "PodCliqueScalingGroup"), GENERATION_OR_DELETION)
+    pcsg.watch(pclq_inf, enqueue_owner(GROUP, "PodCliqueScalingGroup"), STATUS_ONLY, batch_period=batch)
 
     def pcs_to_pcsgs(obj: Obj) -> Iterable[ObjectKey]:
         meta = _meta(obj)

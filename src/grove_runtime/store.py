@@ -65,6 +65,9 @@ class Store:
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._items: dict[ObjectKey, Obj] = {}
+        # One key instance per stored object, shared by every index: dict and set lookups then match by identity
+        # instead of calling ObjectKey.__eq__ (by_index over 1,000 pods was a visible cost in the operator).
+        self._keys: dict[ObjectKey, ObjectKey] = {}
         self._by_namespace: dict[str, set[ObjectKey]] = {}
         self._indexers: dict[str, IndexFunc] = {}
         self._indices: dict[str, dict[str, set[ObjectKey]]] = {}
@@ -129,6 +132,7 @@ class Store:
     def upsert(self, obj: Obj) -> Obj | None:
         """Insert or replace ``obj`` (keyed by its metadata); returns the previous object."""
         key = ObjectKey.of(obj)
+        key = self._keys.setdefault(key, key)
         old = self._items.get(key)
         if old is not None:
             self._unindex(key)
@@ -143,6 +147,7 @@ class Store:
         old = self._items.pop(key, None)
         if old is None:
             return None
+        key = self._keys.pop(key, key)
         self._unindex(key)
         ns = self._by_namespace.get(key.namespace)
         if ns is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from grove_api import PodClique, PodCliqueSet, PodGang
 from grove_api import labels as glabels
+from grove_operator import parsed
 from grove_operator.components import (
     INDEX_PODCLIQUE,
     PODCLIQUES,
@@ -166,7 +167,7 @@ class Pods:
             for group in base.spec.pod_groups:
                 raw = ctx.cache.get(PODCLIQUES, ObjectKey(ctx.namespace, group.name))
                 if raw is not None:
-                    base_pclqs[group.name] = PodClique.model_validate(raw)
+                    base_pclqs[group.name] = parsed.parse(PodClique, raw)
         decision = gates.pods_to_ungate(ctx.owner, active, gang, base, base_pclqs)
         by_name = {p["metadata"]["name"]: p for p in active}
         for name in decision.ungate:
@@ -184,7 +185,7 @@ class Pods:
         if not name:
             return None
         raw = ctx.cache.get(PODGANGS, ObjectKey(ctx.namespace, name))
-        return PodGang.model_validate(raw) if raw is not None else None
+        return parsed.parse(PodGang, raw) if raw is not None else None
 
     async def delete(self, ctx: PclqContext) -> None:
         """Delete every pod of the PodClique."""

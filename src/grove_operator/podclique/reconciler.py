@@ -15,6 +15,7 @@ import pydantic
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueStatus
 from grove_api import labels as glabels
+from grove_operator import parsed
 from grove_operator.components import (
     PODCLIQUES,
     PODCLIQUESETS,
@@ -91,7 +92,7 @@ class PodCliqueReconciler:
             )
             return Result()
         try:
-            pclq = PodClique.model_validate(raw)
+            pclq = parsed.parse(PodClique, raw)
         except pydantic.ValidationError as exc:
             await self.recorder.warning(raw, "InvalidPodClique", f"cannot parse PodClique: {exc}")
             raise TerminalError(f"invalid PodClique {key}") from exc

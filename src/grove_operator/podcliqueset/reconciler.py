@@ -18,7 +18,7 @@ import pydantic
 
 from grove_api import ClusterTopologyBinding, PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueSetStatus
 from grove_api import labels as glabels
-from grove_operator import defaults, hashing
+from grove_operator import defaults, hashing, parsed
 from grove_operator.components import (
     CLUSTERTOPOLOGYBINDINGS,
     PODCLIQUES,
@@ -68,9 +68,16 @@ async def run_group(group: tuple[Any, ...], ctx: PcsContext) -> list[Result | Co
     return outcomes
 
 
-def parse_podcliqueset(raw: dict[str, Any]) -> PodCliqueSet:
-    """The PCS as the defaulting webhook would have stored it (defaults are idempotent)."""
+_DEFAULTED_PCS = "defaulted-podcliqueset"
+
+
+def _parse_defaulted(raw: dict[str, Any]) -> PodCliqueSet:
     return PodCliqueSet.model_validate(defaults.default_podcliqueset(raw))
+
+
+def parse_podcliqueset(raw: dict[str, Any]) -> PodCliqueSet:
+    """The PCS as the defaulting webhook would have stored it (defaults are idempotent); memoised per cached dict."""
+    return parsed.parse_with(_DEFAULTED_PCS, _parse_defaulted, raw)
 
 
 class PodCliqueSetReconciler:
@@ -130,7 +137,7 @@ class PodCliqueSetReconciler:
         out: dict[str, ClusterTopologyBinding] = {}
         for obj in self.cache.list(CLUSTERTOPOLOGYBINDINGS):
             try:
-                out[str(obj["metadata"]["name"])] = ClusterTopologyBinding.model_validate(obj)
+                out[str(obj["metadata"]["name"])] = parsed.parse(ClusterTopologyBinding, obj)
             except pydantic.ValidationError:
                 continue
         return out
@@ -162,8 +169,8 @@ class PodCliqueSetReconciler:
                 update={"current_generation_hash": hashing.generation_hash(pcs.spec.template)}
             )
             pcs = pcs.model_copy(update={"status": status_model})
-        pclqs = [PodClique.model_validate(o) for o in children(ctx, PODCLIQUES, glabels.COMPONENT_PCS_PODCLIQUE)]
-        pcsgs = [PodCliqueScalingGroup.model_validate(o) for o in children(ctx, PODCLIQUESCALINGGROUPS)]
+        pclqs = [parsed.parse(PodClique, o) for o in children(ctx, PODCLIQUES, glabels.COMPONENT_PCS_PODCLIQUE)]
+        pcsgs = [parsed.parse(PodCliqueScalingGroup, o) for o in children(ctx, PODCLIQUESCALINGGROUPS)]
         status = compute_podcliqueset_status(pcs, pclqs, pcsgs, ctx.now, ctx.extra.get(TOPOLOGIES))
         if completed and pcs.metadata.generation is not None:
             status["observedGeneration"] = pcs.metadata.generation

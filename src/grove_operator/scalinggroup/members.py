@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
+from grove_operator import parsed
 from grove_operator.components import (
     INDEX_PCSG,
     PODCLIQUES,
@@ -72,7 +73,7 @@ class MemberPodCliques:
     async def _sync_one(self, ctx: PcsgContext, replica: int, clique: str, name: str) -> None:
         pcs: PodCliqueSet = ctx.extra[PCS]
         raw = ctx.cache.get(PODCLIQUES, ObjectKey(ctx.namespace, name))
-        existing = PodClique.model_validate(raw) if raw is not None else None
+        existing = parsed.parse(PodClique, raw) if raw is not None else None
         desired = build_pcsg_member_podclique(pcs, ctx.owner, replica, clique, existing)
         outcome, _ = await create_or_patch(ctx, PODCLIQUES, desired, raw, component=self.name)
         if outcome == "created":

@@ -12,6 +12,7 @@ import pydantic
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
 from grove_api import labels as glabels
+from grove_operator import parsed
 from grove_operator.components import (
     PODCLIQUESCALINGGROUPS,
     PODCLIQUESETS,
@@ -75,7 +76,7 @@ class ScalingGroupReconciler:
             await self.recorder.warning(raw, "ScalingGroupNotManaged", "not controlled by a PodCliqueSet; ignoring it")
             return Result()
         try:
-            pcsg = PodCliqueScalingGroup.model_validate(raw)
+            pcsg = parsed.parse(PodCliqueScalingGroup, raw)
         except pydantic.ValidationError as exc:
             await self.recorder.warning(raw, "InvalidPodCliqueScalingGroup", f"cannot parse: {exc}")
             raise TerminalError(f"invalid PodCliqueScalingGroup {key}") from exc
@@ -113,7 +114,7 @@ class ScalingGroupReconciler:
         """Pure status from the cached member PodCliques, written only if it changed."""
         status = dict(ctx.raw.get("status") or {})
         if pcs is not None:
-            members = [PodClique.model_validate(o) for o in member_podcliques(ctx)]
+            members = [parsed.parse(PodClique, o) for o in member_podcliques(ctx)]
             status = compute_scaling_group_status(pcs, ctx.owner, members, ctx.now)
             if failure is None and ctx.owner.metadata.generation is not None:
                 status["observedGeneration"] = ctx.owner.metadata.generation

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from grove_api import PodClique
 from grove_api import labels as glabels
 from grove_api import names as gnames
-from grove_operator.components import PODCLIQUES, create_or_patch, delete_if_exists
+from grove_operator import parsed
+from grove_operator.components import PODCLIQUES, create_or_patch, delete_if_exists, in_sync
 from grove_operator.desired._layout import standalone_cliques
 from grove_operator.desired.podclique import build_standalone_podclique
 from grove_operator.podcliqueset.components._common import PcsContext, bounded, cached, children
+from grove_operator.syncmemo import SyncMemo
 from grove_runtime.keys import Result
 
 __all__ = ["StandalonePodCliques"]
+
+_MEMO = SyncMemo()
 
 
 @dataclass(frozen=True)
@@ -50,16 +55,29 @@ class StandalonePodCliques:
             for i in range(ctx.owner.spec.replicas or 0)
             for c in standalone_cliques(ctx.owner.spec.template)
         ]
-        await bounded(partial(self._sync_one, ctx, i, clique) for i, clique in work)
+        # A standalone PodClique is built from the PCS spec (fixed per uid and generation) and its own live object.
+        fingerprint = (ctx.owner.metadata.uid, ctx.owner.metadata.generation)
+        writes = []
+        for i, clique in work:
+            name = gnames.standalone_pclq_name(ctx.key.name, i, clique)
+            raw = cached(ctx, PODCLIQUES, name)
+            memo_key = (ctx.namespace, name)
+            if raw is not None and fingerprint[1] is not None and _MEMO.unchanged(memo_key, raw, fingerprint):
+                continue
+            existing = parsed.parse(PodClique, raw) if raw is not None else None
+            desired = build_standalone_podclique(ctx.owner, i, clique, existing)
+            if raw is not None and in_sync(desired, raw, component=self.name):
+                _MEMO.in_sync(memo_key, raw, fingerprint)
+            else:
+                _MEMO.forget(memo_key)
+                writes.append(partial(self._write_one, ctx, desired, raw))
+        await bounded(writes)
         return None
 
-    async def _sync_one(self, ctx: PcsContext, replica: int, clique: str) -> None:
-        name = gnames.standalone_pclq_name(ctx.key.name, replica, clique)
-        raw = cached(ctx, PODCLIQUES, name)
-        existing = PodClique.model_validate(raw) if raw is not None else None
-        desired = build_standalone_podclique(ctx.owner, replica, clique, existing)
+    async def _write_one(self, ctx: PcsContext, desired: dict[str, Any], raw: dict[str, Any] | None) -> None:
         outcome, _ = await create_or_patch(ctx, PODCLIQUES, desired, raw, component=self.name)
         if outcome == "created":
+            name = desired["metadata"]["name"]
             await ctx.recorder.normal(ctx.raw, "PodCliqueCreated", f"Created PodClique {name}")
 
     async def _delete_one(self, ctx: PcsContext, name: str) -> None:

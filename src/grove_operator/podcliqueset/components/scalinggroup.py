@@ -11,6 +11,7 @@ from functools import partial
 
 from grove_api import PodCliqueScalingGroup
 from grove_api import labels as glabels
+from grove_operator import parsed
 from grove_operator.components import PODCLIQUESCALINGGROUPS, create_or_patch, delete_if_exists
 from grove_operator.desired._layout import scaling_group_configs
 from grove_operator.desired.scalinggroup import build_scaling_group
@@ -48,7 +49,7 @@ class ScalingGroups:
         name = str(desired["metadata"]["name"])
         raw = cached(ctx, PODCLIQUESCALINGGROUPS, name)
         if raw is not None:
-            desired = build_scaling_group(ctx.owner, replica, group, PodCliqueScalingGroup.model_validate(raw))
+            desired = build_scaling_group(ctx.owner, replica, group, parsed.parse(PodCliqueScalingGroup, raw))
         outcome, _ = await create_or_patch(ctx, PODCLIQUESCALINGGROUPS, desired, raw, component=self.name)
         if outcome == "created":
             await ctx.recorder.normal(ctx.raw, "PodCliqueScalingGroupCreated", f"Created PodCliqueScalingGroup {name}")

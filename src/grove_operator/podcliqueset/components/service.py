@@ -7,11 +7,12 @@ pruned; they go with the PodCliqueSet through garbage collection.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from grove_api import labels as glabels
-from grove_operator.components import create_or_patch, delete_if_exists
+from grove_operator.components import create_or_patch, delete_if_exists, in_sync
 from grove_operator.desired.service import build_headless_service
-from grove_operator.podcliqueset.components._common import PcsContext, cached, children
+from grove_operator.podcliqueset.components._common import PcsContext, bounded, cached, children
 from grove_runtime.keys import Result
 from grove_runtime.resources import SERVICES
 
@@ -29,11 +30,15 @@ class HeadlessServices:
         return [o["metadata"]["name"] for o in children(ctx, SERVICES, glabels.COMPONENT_HEADLESS_SERVICE)]
 
     async def sync(self, ctx: PcsContext) -> Result | None:
-        """Create or patch the service of each replica."""
+        """Create or patch the service of each replica (concurrently, bounded: 500 replicas are 500 services)."""
+        writes = []
         for i in range(ctx.owner.spec.replicas or 0):
             desired = build_headless_service(ctx.owner, i)
             existing = cached(ctx, SERVICES, str(desired["metadata"]["name"]))
-            await create_or_patch(ctx, SERVICES, desired, existing, component=self.name, patch_fields=())
+            if not in_sync(desired, existing, component=self.name, patch_fields=()):
+                writes.append(partial(create_or_patch, ctx, SERVICES, desired, existing, component=self.name,
+                                      patch_fields=()))  # fmt: skip
+        await bounded(writes)
         return None
 
     async def delete(self, ctx: PcsContext) -> None:
