@@ -2,7 +2,9 @@
 
 `latest.md` (in the suite folder and copied to `benchmarks/results/latest.md`) is self-contained: the command
 that produced it, the machine, the table and the findings (where CP-SAT is ahead of, level with or behind the
-best greedy baseline), so the README can include it as is.
+best greedy baseline), so the README can include it as is. On multi-seed workloads the table shows means ± the
+standard deviation across seeds, the findings compare means and count the seeds won against each seed's best
+baseline, and results.json keeps every seed's summaries.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import matplotlib.pyplot as plt
 from benchmarks.harness.runner import Summary, WorkloadResult
 
 OURS = "cpsat"
+EXACT = "cpsat-exact"
 BASELINES: tuple[str, ...] = ("first-fit", "best-fit", "kai-greedy")
 SPEED_TARGET_NODES = 5000
 MEDIAN_TARGET_MS = 20.0
@@ -37,6 +40,19 @@ def _pct(value: float | None) -> str:
 
 def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _n(value: float) -> str:
+    """A count: as an integer when it is one (a single seed), else a mean to one decimal."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
+def _spread(value: float, sd: float, seeds: int) -> str:
+    return _n(value) if seeds < 2 else f"{value:.1f} ± {sd:.1f}"
+
+
+def _signed(value: float) -> str:
+    return f"+{_n(value)}" if value >= 0 else f"-{_n(-value)}"
 
 
 def table(results: Sequence[WorkloadResult]) -> str:
@@ -52,37 +68,75 @@ def table(results: Sequence[WorkloadResult]) -> str:
             if s.waves is not None:
                 checkpoints = f"{s.waves} waves (ideal {s.ideal_waves}), occupancy {s.occupancy_pct or 0:.1f}%"
             lines.append(
-                f"| {s.workload} | {s.strategy} | {s.gangs_placed}/{s.gangs} | {s.gpus_placed} "
-                f"| {s.allocated_pct:.2f}% | {checkpoints} | {s.stranded_gpus} | {s.racks_per_gang:.2f} "
+                f"| {s.workload} | {s.strategy} | {_spread(s.gangs_placed, s.gangs_sd, s.seeds)}/{_n(s.gangs)} "
+                f"| {_spread(s.gpus_placed, s.gpus_sd, s.seeds)} "
+                f"| {s.allocated_pct:.2f}% | {checkpoints} | {_n(round(s.stranded_gpus, 1))} | {s.racks_per_gang:.2f} "
                 f"| {s.blocks_per_gang:.2f} | {_pct(s.preferred_hit_rate)} | {s.median_ms:.2f} | {s.p99_ms:.1f} "
                 f"| {s.bound_gpus:.0f} | {100 * s.gap:.2f}% | {_score(s.mean_score)} |"
             )
     return "\n".join(lines)
 
 
+def _placed(summary: Summary, unit: str) -> float:
+    return summary.gpus_placed if unit == "GPUs" else summary.pods_placed
+
+
+def _best(summaries: Sequence[Summary]) -> Summary | None:
+    rivals = [s for s in summaries if s.strategy in BASELINES]
+    return max(rivals, key=lambda s: (s.gpus_placed, s.pods_placed)) if rivals else None
+
+
+def _per_seed(result: WorkloadResult, ours: str, unit: str) -> str:
+    """' ahead of the best baseline on 2 of 3 seeds (+6, -12, +7)', or '' for a single seed."""
+    diffs: list[float] = []
+    for summaries in result.per_seed.values():
+        mine = next((s for s in summaries if s.strategy == ours), None)
+        best = _best(summaries)
+        if mine is not None and best is not None:
+            diffs.append(_placed(mine, unit) - _placed(best, unit))
+    if len(diffs) < 2:
+        return ""
+    wins = sum(d > 0 for d in diffs)
+    ties = sum(d == 0 for d in diffs)
+    seeds = ", ".join(str(seed) for seed in result.per_seed)
+    detail = ", ".join(_signed(d) for d in diffs)
+    return (
+        f"; per seed vs that seed's best baseline: ahead on {wins} of {len(diffs)} seeds, level on {ties} "
+        f"(seeds {seeds}: {detail} {unit})"
+    )
+
+
 def findings(results: Sequence[WorkloadResult]) -> list[str]:
-    """Plain statements: CP-SAT vs the best baseline on every workload, and the 5,000-node speed targets."""
+    """Plain statements: CP-SAT (and its exact mode, when run) vs the best baseline on every workload, compared
+    on means over the workload's seeds with per-seed wins, and the 5,000-node speed targets."""
     out: list[str] = []
     for result in results:
         by_name = {s.strategy: s for s in result.summaries}
-        ours = by_name.get(OURS)
-        rivals = [by_name[name] for name in BASELINES if name in by_name]
-        if ours is None or not rivals:
+        best = _best(result.summaries)
+        if OURS not in by_name or best is None:
             continue
-        best = max(rivals, key=lambda s: (s.gpus_placed, s.pods_placed))
         name = result.workload.name
-        # GPU workloads compare GPUs placed; CPU-only ones (the 1,000-pod TAS gangs) compare pods placed
-        unit = "GPUs" if best.gpus_placed or ours.gpus_placed else "pods"
-        mine, theirs = (ours.gpus_placed, best.gpus_placed) if unit == "GPUs" else (ours.pods_placed, best.pods_placed)
-        if mine < theirs:
-            out.append(
-                f"BEHIND on {name}: cpsat placed {mine} {unit} ({ours.gangs_placed} gangs), "
-                f"{best.strategy} placed {theirs} {unit} ({best.gangs_placed} gangs)."
-            )
-        elif mine == theirs:
-            out.append(f"level on {name}: cpsat and {best.strategy} both placed {mine} {unit}.")
-        else:
-            out.append(f"ahead on {name}: cpsat placed {mine} {unit} vs {best.strategy} {theirs} (+{mine - theirs}).")
+        for ours in (by_name[n] for n in (OURS, EXACT) if n in by_name):
+            # GPU workloads compare GPUs placed; CPU-only ones (the 1,000-pod TAS gangs) compare pods placed
+            unit = "GPUs" if best.gpus_placed or ours.gpus_placed else "pods"
+            mine, theirs = _placed(ours, unit), _placed(best, unit)
+            mean = "on average " if ours.seeds > 1 else ""
+            seeds = _per_seed(result, ours.strategy, unit)
+            if mine < theirs:
+                out.append(
+                    f"BEHIND on {name}: {ours.strategy} placed {mean}{_n(mine)} {unit} ({_n(ours.gangs_placed)} "
+                    f"gangs), {best.strategy} placed {_n(theirs)} {unit} ({_n(best.gangs_placed)} gangs){seeds}."
+                )
+            elif mine == theirs:
+                out.append(
+                    f"level on {name}: {ours.strategy} and {best.strategy} both placed {mean}{_n(mine)} {unit}{seeds}."
+                )
+            else:
+                out.append(
+                    f"ahead on {name}: {ours.strategy} placed {mean}{_n(mine)} {unit} vs {best.strategy} "
+                    f"{_n(theirs)} ({_signed(mine - theirs)}){seeds}."
+                )
+        ours = by_name[OURS]
         if len(result.workload.cluster.nodes) >= SPEED_TARGET_NODES and ours.waves is None:
             verdict = "meets" if ours.median_ms <= MEDIAN_TARGET_MS and ours.p99_ms <= P99_TARGET_MS else "MISSES"
             out.append(
@@ -164,7 +218,9 @@ def _json(results: Sequence[WorkloadResult], suite: str, command: str) -> dict[s
                 "gangs": len(r.workload.gangs),
                 "lp_bound_gpus": r.bound_gpus,
                 "seconds": round(r.seconds, 2),
+                "seeds": list(r.per_seed) or r.workload.seeds[:1],
                 "summaries": [asdict(s) for s in r.summaries],
+                "per_seed": {str(seed): [asdict(s) for s in summaries] for seed, summaries in r.per_seed.items()},
                 "curves": r.curves,
                 "demand": r.demand,
             }
@@ -174,12 +230,21 @@ def _json(results: Sequence[WorkloadResult], suite: str, command: str) -> dict[s
     }
 
 
+def _seeds(result: WorkloadResult) -> str:
+    seeds = list(result.per_seed)
+    return (
+        f"seeds {', '.join(map(str, seeds))}, means ± sd (description and cluster of seed {seeds[0]}); "
+        if seeds
+        else ""
+    )
+
+
 def markdown(results: Sequence[WorkloadResult], suite: str, command: str) -> str:
     """The self-contained `latest.md` text."""
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     workloads = "\n".join(
         f"- `{r.workload.name}`: {r.workload.description}; cluster: {r.workload.cluster.description} "
-        f"({r.seconds:.0f} s for all strategies)"
+        f"({_seeds(r)}{r.seconds:.0f} s for all strategies)"
         for r in results
     )
     found = "\n".join(f"- {line}" for line in findings(results)) or "- (no CP-SAT vs baseline comparison in this run)"
@@ -189,7 +254,10 @@ def markdown(results: Sequence[WorkloadResult], suite: str, command: str) -> str
         f"{workloads}\n\n{table(results)}\n\n## Findings\n\n{found}\n\n"
         "Gap = (LP bound - GPUs placed) / LP bound, where the LP bound (benchmark-anchors §5.3) is an offline "
         "upper bound for the whole gang sequence on the starting cluster. Score = mean `placementScore` of "
-        "CP-SAT's placements (its own proven bound per gang). Time per gang is the wall time of one placement "
+        "CP-SAT's placements (its own proven bound per gang). `cpsat` is `place()` with its default options; "
+        '`cpsat-exact` takes CP-SAT\'s plan whenever it is cheaper under the whole objective (`refine="all"`). '
+        "Multi-seed workloads repeat background load and gang sequence per seed; per-seed numbers are in "
+        "results.json. Time per gang is the wall time of one placement "
         "call, failed attempts included. Gangs arrive one at a time and are not retried (no departures), except "
         "in the knavigator wave replay. openb GPU-sharing tasks are rounded up to whole GPUs and pods come in "
         "synthesised gangs, so openb allocation is not comparable with FGD's per-pod 92.9-95.4%.\n"

@@ -6,14 +6,19 @@ is committed with `Snapshot.with_assumed`; an invalid decision aborts the run, b
 be meaningless. Gangs that do not fit when they arrive are not retried (there are no departures), except in the
 knavigator wave replay, where every gang runs for exactly one wave and the pending ones are retried, in
 submission order, on the emptied cluster of the next wave.
+
+A workload with several seeds (`Workload.seeds`) is run once per seed; its summaries are the per-seed means
+(latency percentiles over the pooled calls) with the standard deviation of GPUs and gangs placed, and the
+per-seed summaries are kept for the findings ("ahead on 2 of 3 seeds") and results.json.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from tqdm import tqdm
 
@@ -70,18 +75,19 @@ class StrategyRun:
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """The per-(workload, strategy) numbers the report prints."""
+    """The per-(workload, strategy) numbers the report prints; over several seeds, the counts are means and
+    `gpus_sd` / `gangs_sd` their sample standard deviations (0 for one seed)."""
 
     workload: str
     strategy: str
-    gangs: int
-    gangs_placed: int
-    pods_placed: int
-    gpus_placed: int
+    gangs: float
+    gangs_placed: float
+    pods_placed: float
+    gpus_placed: float
     gpus_total: int
     allocated_pct: float
     checkpoints_pct: dict[str, float]
-    stranded_gpus: int
+    stranded_gpus: float
     racks_per_gang: float
     blocks_per_gang: float
     preferred_hit_rate: float | None
@@ -93,12 +99,17 @@ class Summary:
     waves: int | None = None
     ideal_waves: int | None = None
     occupancy_pct: float | None = None
+    seeds: int = 1
+    gpus_sd: float = 0.0
+    gangs_sd: float = 0.0
 
 
 def default_strategies(names: Sequence[str] | None = None) -> list[Strategy]:
-    """The baselines plus our CP-SAT placement (and `grove-greedy`, its greedy stages alone, when asked)."""
+    """The baselines plus our CP-SAT placement; on request also `cpsat-exact` (CP-SAT's plan whenever it is
+    cheaper under the whole objective, `refine="all"`) and `grove-greedy` (its greedy stages alone)."""
     available: dict[str, Strategy] = {b.name: b for b in baselines()}
     available["cpsat"] = GroveStrategy()
+    available["cpsat-exact"] = GroveStrategy("cpsat-exact", PlacementOptions(refine="all"))
     available["grove-greedy"] = GroveStrategy("grove-greedy", PlacementOptions(use_cpsat=False))
     chosen = list(names) if names else ["first-fit", "best-fit", "kai-greedy", "cpsat"]
     unknown = [name for name in chosen if name not in available]
@@ -254,9 +265,65 @@ def summarise(workload: Workload, run: StrategyRun, base: Snapshot, bound: float
     )
 
 
+def with_exact(workload: Workload, strategies: Sequence[Strategy]) -> list[Strategy]:
+    """`strategies`, plus `cpsat-exact` after `cpsat` when the workload asks to compare the two modes."""
+    chosen = list(strategies)
+    names = [s.name for s in chosen]
+    if not workload.compare_exact or "cpsat" not in names or "cpsat-exact" in names:
+        return chosen
+    chosen.insert(names.index("cpsat") + 1, default_strategies(["cpsat-exact"])[0])
+    return chosen
+
+
+def mean_summary(per_seed: Sequence[Summary], pooled_ms: Sequence[float]) -> Summary:
+    """One summary for a strategy over several seeds: means of the per-seed numbers, the spread of GPUs and gangs
+    placed, and latency percentiles over every call of every seed."""
+    first = per_seed[0]
+    if len(per_seed) == 1:
+        return first
+
+    def mean(values: Sequence[float]) -> float:
+        return statistics.fmean(values)
+
+    def optional(values: Sequence[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return statistics.fmean(known) if known else None
+
+    labels = [label for label in first.checkpoints_pct if all(label in s.checkpoints_pct for s in per_seed)]
+    return replace(
+        first,
+        gangs=mean([s.gangs for s in per_seed]),
+        gangs_placed=mean([s.gangs_placed for s in per_seed]),
+        pods_placed=mean([s.pods_placed for s in per_seed]),
+        gpus_placed=mean([s.gpus_placed for s in per_seed]),
+        gpus_total=round(mean([s.gpus_total for s in per_seed])),
+        allocated_pct=mean([s.allocated_pct for s in per_seed]),
+        checkpoints_pct={label: mean([s.checkpoints_pct[label] for s in per_seed]) for label in labels},
+        stranded_gpus=mean([s.stranded_gpus for s in per_seed]),
+        racks_per_gang=mean([s.racks_per_gang for s in per_seed]),
+        blocks_per_gang=mean([s.blocks_per_gang for s in per_seed]),
+        preferred_hit_rate=optional([s.preferred_hit_rate for s in per_seed]),
+        median_ms=statistics.median(pooled_ms) if pooled_ms else 0.0,
+        p99_ms=percentile(pooled_ms, 0.99),
+        bound_gpus=mean([s.bound_gpus for s in per_seed]),
+        gap=mean([s.gap for s in per_seed]),
+        mean_score=optional([s.mean_score for s in per_seed]),
+        waves=None,
+        ideal_waves=None,
+        occupancy_pct=optional([s.occupancy_pct for s in per_seed]),
+        seeds=len(per_seed),
+        gpus_sd=statistics.stdev([s.gpus_placed for s in per_seed]),
+        gangs_sd=statistics.stdev([s.gangs_placed for s in per_seed]),
+    )
+
+
+_NO_SEEDS: Mapping[int, list[Summary]] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadResult:
-    """Every strategy's summary (and allocation curve) on one workload."""
+    """Every strategy's summary (and allocation curve) on one workload. Over several seeds `summaries` are the
+    means, `per_seed` maps each seed to its own summaries, and curves/demand/bound are those of the first seed."""
 
     workload: Workload
     summaries: list[Summary]
@@ -264,23 +331,56 @@ class WorkloadResult:
     demand: list[int]
     bound_gpus: float
     seconds: float
+    per_seed: Mapping[int, list[Summary]] = field(default_factory=lambda: _NO_SEEDS)
 
 
 def run_workload(workload: Workload, strategies: Sequence[Strategy], progress: bool = True) -> WorkloadResult:
-    """Run every strategy on `workload` (same base snapshot, same gangs) and summarise."""
+    """Run every strategy on `workload` (same base snapshot, same gangs) on each of its seeds and summarise.
+
+    On a workload marked `compare_exact`, `cpsat-exact` runs right after `cpsat` (unless already chosen), so the
+    exact per-gang mode stays visible where the refine choice decides the verdict."""
+    strategies = with_exact(workload, strategies)
+    variants = workload.variants()
+    if len(variants) == 1:
+        return _run_once(workload, strategies, progress)[0]
+    start = time.perf_counter()
+    runs = [(seed, *_run_once(variant, strategies, progress)) for seed, variant in variants]
+    summaries = [
+        mean_summary([result.summaries[k] for _, result, _ in runs], [ms for _, _, pooled in runs for ms in pooled[k]])
+        for k in range(len(strategies))
+    ]
+    first = runs[0][1]
+    per_seed = {int(seed if seed is not None else k): result.summaries for k, (seed, result, _) in enumerate(runs)}
+    return WorkloadResult(
+        workload,
+        summaries,
+        first.curves,
+        first.demand,
+        first.bound_gpus,
+        time.perf_counter() - start,
+        MappingProxyType(per_seed),
+    )
+
+
+def _run_once(
+    workload: Workload, strategies: Sequence[Strategy], progress: bool
+) -> tuple[WorkloadResult, list[list[float]]]:
+    """One seed: every strategy on the workload, plus each strategy's call times in ms (pooled across seeds)."""
     start = time.perf_counter()
     base = Snapshot.build(workload.cluster.nodes, workload.cluster.background)
     # in the wave replay every gang eventually runs, so the bound is the demand; waves are compared separately
     bound = float(sum(gang_gpus(g) for g in workload.gangs)) if workload.waves else lp_bound(base, workload.gangs)
     summaries: list[Summary] = []
     curves: dict[str, list[int]] = {}
+    calls: list[list[float]] = []
     for strategy in strategies:
         runner = run_waves if workload.waves else run_sequential
         run = runner(workload, strategy, base, progress)
         summaries.append(summarise(workload, run, base, bound))
         curves[strategy.name] = run.allocated_after
+        calls.append([1000.0 * s for s in run.call_seconds])
     cumulative, asked = [], 0
     for gang in workload.gangs:
         asked += gang_gpus(gang)
         cumulative.append(asked)
-    return WorkloadResult(workload, summaries, curves, cumulative, bound, time.perf_counter() - start)
+    return WorkloadResult(workload, summaries, curves, cumulative, bound, time.perf_counter() - start), calls

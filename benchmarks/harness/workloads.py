@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import csv
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -54,7 +54,13 @@ _NO_CHECKPOINTS: Mapping[str, int] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """A cluster and the gangs that arrive on it, in order; `waves` switches to the knavigator wave replay."""
+    """A cluster and the gangs that arrive on it, in order; `waves` switches to the knavigator wave replay.
+
+    `seeds` (with `variant`, the builder for one seed) makes the runner repeat the workload on every seed and
+    report means: where one arrival order can flip a verdict, a single seed is anecdote. This object is the
+    variant of `seeds[0]`. `compare_exact` makes the runner add CP-SAT's exact per-gang mode (`cpsat-exact`)
+    next to `cpsat`, because on these workloads the refine mode is what decides the verdict.
+    """
 
     name: str
     cluster: Cluster
@@ -62,6 +68,15 @@ class Workload:
     description: str
     checkpoints: Mapping[str, int] = field(default_factory=lambda: _NO_CHECKPOINTS)
     waves: bool = False
+    seeds: tuple[int, ...] = ()
+    variant: Callable[[int], Workload] | None = field(default=None, compare=False, repr=False)
+    compare_exact: bool = False
+
+    def variants(self) -> list[tuple[int | None, Workload]]:
+        """(seed, workload) for every seed to run; a single-seed workload is just itself (seed None)."""
+        if self.variant is None or len(self.seeds) < 2:
+            return [(self.seeds[0] if self.seeds else None, self)]
+        return [(seed, self if k == 0 else self.variant(seed)) for k, seed in enumerate(self.seeds)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +94,15 @@ class Task:
     def shape(self) -> tuple[int, int, int, int]:
         """The request identity used to find runs and to group a gang's pods."""
         return (self.num_gpu, self.gpu_milli, self.cpu_milli, self.memory_mib)
+
+
+def seeded(build: Callable[[int], Workload], seeds: Sequence[int]) -> Workload:
+    """`build(seeds[0])` marked to be repeated on every seed of `seeds` (background load and gangs both vary) and
+    to show CP-SAT's exact mode next to its default: the marks of a sequence-sensitive workload."""
+    if not seeds:
+        raise ValueError("seeded() needs at least one seed")
+    first = build(seeds[0])
+    return replace(first, seeds=tuple(seeds), variant=build, compare_exact=True)
 
 
 def group(

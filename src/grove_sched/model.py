@@ -189,11 +189,14 @@ class PlacementOptions:
     rack_key: the level whose empty domains count as "racks opened" (consolidation) and the soft deciding level
         for gangs without topology; None disables both.
     hostname_key: anti-affinity on this key is enforced per node.
-    refine: "structure" (default) lets CP-SAT replace greedy's plan only when greedy found none or CP-SAT's plan
-        touches fewer extra preferred domains or empty racks; "all" takes CP-SAT's plan whenever it is cheaper
-        under the whole objective (exact per gang). On gang sequences, CP-SAT's exact per-gang packing of the
-        lower tiers placed fewer GPUs overall than greedy's best fit (see docs/placement-score.md), hence the
-        default; "all" is for single-gang optimality.
+    refine: how far CP-SAT may overrule greedy's best-fit plan. "structure": only when greedy found none or
+        CP-SAT's plan touches fewer extra preferred domains or empty racks. "all": whenever CP-SAT's plan is cheaper
+        under the whole objective (exact per gang). "auto" (default): for a gang that is one domain at the
+        deciding level with no required sub-scope and no preferred scope (one rack, or no topology), greedy's
+        best-fit picks the domain and CP-SAT packs it exactly ("all" over that one domain); "structure" for every
+        other gang. On gang sequences exact per-gang packing placed fewer GPUs than greedy's best fit for gangs
+        with per-role racks (it used up the racks later large roles needed), and more for one-rack / one-pod
+        gangs (see docs/placement-score.md).
     """
 
     top_k_domains: int = 4
@@ -205,7 +208,7 @@ class PlacementOptions:
     max_greedy_domains: int = 16
     rack_key: str | None = RACK_KEY
     hostname_key: str = HOSTNAME_KEY
-    refine: Literal["structure", "all"] = "structure"
+    refine: Literal["structure", "all", "auto"] = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,9 +236,11 @@ class SolverStats:
 
     `path` is "greedy" or "cpsat" (whose plan was returned; "none" for Unschedulable). `status` is the CP-SAT
     status name (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN), or ZERO_COST when greedy found a zero-cost plan (optimal,
-    no solve), GREEDY when CP-SAT was disabled or had nothing it may improve (refine="structure" and greedy's plan
-    already at the structural floors), NONE when nothing ran. `model` is "class", "node" (per-node count
-    fallback when patterns explode) or "none". `num_classes` counts decision units (classes or nodes).
+    no solve), AT_BOUND when greedy's plan meets a lower bound valid for every candidate domain of a required
+    deciding level (optimal, no solve), GREEDY when CP-SAT was disabled or had nothing it may improve
+    (refine="structure" and greedy's plan already at the structural floors), NONE when nothing ran. `model` is
+    "class", "node" (per-node count fallback when patterns explode) or "none". `num_classes` counts decision units
+    (classes or nodes).
     """
 
     path: str

@@ -1,12 +1,16 @@
 """`place`: the pure, deterministic gang placement function tying the stages together.
 
 Stage 1 filters nodes per group, stage 2 enumerates candidate domains at the deciding level, stage 3 runs
-greedy in each to rank them, stage 4 solves CP-SAT over the best K (hinted with greedy). By default
-(`refine="structure"`) CP-SAT's plan replaces greedy's only when greedy found none or CP-SAT's plan has fewer
-preferred-domain violations or opened empty racks; when greedy already sits on those tiers' floors the solve is
-skipped. Measured on arriving gang sequences, taking CP-SAT's exact per-gang optimum of the lower tiers placed
-fewer GPUs in total than greedy's best fit, so exactness there is opt-in (`refine="all"`). No I/O, no clock,
-no globals: equal inputs give equal outputs."""
+greedy in each to rank them (skipping domains whose lower bound already ranks them behind the K best plans),
+stage 4 solves CP-SAT over the best K (hinted with greedy), unless greedy's plan meets a lower bound valid for
+every placement. How far CP-SAT may overrule greedy is `PlacementOptions.refine`: "structure" only on preferred
+violations / empty racks (greedy found none, or CP-SAT's plan has fewer; skipped when greedy sits on those
+floors); "all" whenever CP-SAT's plan is cheaper (exact per gang); "auto" (default) is exact inside greedy's
+best domain for gangs that are one domain with nothing inside to arrange, and structural for gangs with
+sub-scopes or preferences. Measured on
+arriving gang sequences (docs/placement-score.md), exactness lost GPUs on the disaggregated gangs (per-role racks)
+and gained them on the openb trace gangs (one rack or one pod). No I/O, no clock, no globals: equal inputs give
+equal outputs."""
 
 from __future__ import annotations
 
@@ -27,11 +31,11 @@ from grove_sched.model import (
 from grove_sched.placement._cpsat import SolveResult, solve
 from grove_sched.placement._domains import Candidates, Level, candidates, deciding_level, node_reasons, whole_cluster
 from grove_sched.placement._greedy import greedy
-from grove_sched.placement._objective import TIERS, Weights, evaluate, lower_bounds, weights
+from grove_sched.placement._objective import TIERS, Weights, domain_room, evaluate, lower_bounds, weights
 from grove_sched.placement._problem import InvalidGang, Problem, build_problem
 from grove_sched.placement._score import placement_score, score_floors, tier_scales, tier_values
 from grove_sched.placement._selectors import SelectorError
-from grove_sched.placement._snapshot import BoolArray, IntArray, Snapshot
+from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray, Snapshot
 from grove_sched.placement._units import UnitSet, class_units, node_units
 
 
@@ -56,14 +60,17 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
         return Unschedulable((str(err),))
     level = deciding_level(problem, opts.rack_key)
     cands = candidates(problem, level)
-    plans = _greedy_plans(problem, cands, w, opts)
+    bounds = _prune_bounds(problem, cands, w)
+    structural, top_k = _refinement(problem, level, opts)
+    plans = _greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds)
     if not plans and not level.hard and level.key is not None:
         level = whole_cluster(problem)
         cands = candidates(problem, level)
-        plans = _greedy_plans(problem, cands, w, opts)
+        bounds = _prune_bounds(problem, cands, w)
+        plans = _greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds)
     if not cands.ids:
         return Unschedulable(cands.reasons)
-    modelled = _modelled(plans, cands, opts.top_k_domains)
+    modelled = _modelled(plans, cands, top_k)
     usable = problem.maxpods.max(axis=0) > 0
     if not level.hard and len(modelled) == len(cands.ids):
         in_model = usable  # every soft candidate fits the budget: let the model spread over the whole cluster
@@ -74,9 +81,12 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
     best = plans[0][2] if plans else None
     result: SolveResult | None = None
     kind, num_units, num_patterns = "none", 0, 0
-    perfect = bool(plans) and plans[0][0] == 0  # cost 0 is a lower bound: nothing to improve
+    zero = bool(plans) and plans[0][0] == 0  # cost 0 is a lower bound: nothing to improve
+    # Greedy's plan at a lower bound valid for every placement is optimal, so there is nothing to solve (the
+    # common case for big single-rack gangs and for one-pod gangs).
+    at_bound = bool(plans) and plans[0][0] <= _cost_floor(problem, level, cands, bounds, w)
+    perfect = zero or at_bound
     floors_ = score_floors(problem, level, cands)
-    structural = opts.refine == "structure"
     # In "structure" mode CP-SAT may only beat greedy on the structural tiers; when greedy already sits on their
     # floors there is nothing it is allowed to improve, so the solve is skipped.
     settled = structural and bool(plans) and _structure(evaluate(problem, plans[0][2], w)) <= _structure_floor(floors_)
@@ -90,7 +100,15 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
     def stats(path: str) -> SolverStats:
         return SolverStats(
             path=path,
-            status=result.status if result else ("ZERO_COST" if perfect else "GREEDY" if best is not None else "NONE"),
+            status=result.status
+            if result
+            else "ZERO_COST"
+            if zero
+            else "AT_BOUND"
+            if at_bound
+            else "GREEDY"
+            if best is not None
+            else "NONE",
             deterministic_time=result.deterministic_time if result else 0.0,
             num_classes=num_units,
             num_variables=result.num_variables if result else 0,
@@ -101,7 +119,7 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
         )
 
     greedy_cost = plans[0][0] if plans else None
-    proven = complete and result is not None and result.status == "OPTIMAL"
+    proven = (complete and result is not None and result.status == "OPTIMAL") or at_bound
     if result is not None and result.counts is not None and result.counts.any():
         cp = evaluate(problem, result.counts, w)
         better = best is None or greedy_cost is None or cp.weighted < greedy_cost
@@ -116,6 +134,19 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
         bound = _global_bound(problem, level, cands, modelled, in_model, complete, result, w)
         return _placement(problem, best, w, stats("greedy"), proven, bound, floors_)
     return Unschedulable(_failure_reasons(problem, level, cands, result, opts), stats("none"))
+
+
+def _refinement(problem: Problem, level: Level, opts: PlacementOptions) -> tuple[bool, int]:
+    """(whether CP-SAT may only improve the structural tiers, how many domains it models); see
+    `PlacementOptions.refine`. "auto" treats a gang that is one domain at the deciding level with nothing inside
+    to arrange (no required sub-scope, no preferred scope) exactly, but inside greedy's best domain only: best fit
+    picks the domain, which served arriving sequences well, and CP-SAT packs it. Other gangs are structural."""
+    if opts.refine != "auto":
+        return opts.refine == "structure", opts.top_k_domains
+    inner = [scope for scope in problem.required if not (level.hard and scope.key == level.key)]
+    if inner or problem.preferred:
+        return True, opts.top_k_domains
+    return False, 1
 
 
 def _structure(objective: ObjectiveBreakdown) -> tuple[int, int]:
@@ -216,12 +247,21 @@ def _modelled(plans: list[tuple[int, int, IntArray]], cands: Candidates, k: int)
 
 
 def _greedy_plans(
-    problem: Problem, cands: Candidates, w: Weights, opts: PlacementOptions
+    problem: Problem, cands: Candidates, w: Weights, top_k: int, max_domains: int, bounds: IntArray
 ) -> list[tuple[int, int, IntArray]]:
-    """Greedy in the tightest candidate domains (stopping at a zero-cost plan), ranked by cost then domain name."""
+    """Greedy in the tightest candidate domains (stopping at a zero-cost plan), ranked by cost then domain name.
+
+    Only the first `top_k` plans are ever used (the answer and CP-SAT's modelled domains), so a domain
+    whose lower bound already ranks it behind that many plans is skipped: the result is the same as running
+    greedy everywhere, without the cost of it (a 1,000-pod gang on 16 identical racks ran greedy 16 times)."""
     plans: list[tuple[int, int, IntArray]] = []
     usable = problem.maxpods.max(axis=0) > 0
-    for d in cands.ids[: opts.max_greedy_domains]:
+    names = cands.level.names
+    for d in cands.ids[:max_domains]:
+        if len(plans) >= top_k:
+            key = (int(bounds[d]), names[d])
+            if sum((cost, names[dom]) < key for cost, dom, _ in plans) >= top_k:
+                continue  # greedy here costs at least the bound, so its plan would rank behind K better ones
         nodes = np.flatnonzero((cands.level.domains == d) & usable)
         local = greedy(problem, nodes)
         if local is not None and local.any():
@@ -231,8 +271,63 @@ def _greedy_plans(
             plans.append((cost, d, counts))
             if cost == 0:
                 break  # provably optimal; candidates are ordered tightest first, so this keeps the tightest
-    plans.sort(key=lambda plan: (plan[0], cands.level.names[plan[1]]))
+    plans.sort(key=lambda plan: (plan[0], names[plan[1]]))
     return plans
+
+
+def _prune_bounds(problem: Problem, cands: Candidates, w: Weights) -> IntArray:
+    """Per deciding-level domain, a lower bound on the cost of any plan confined to it: the cheap tier floors,
+    plus the room tier of every required scope at the deciding level whose groups need pods (such a scope is
+    charged exactly its domain's room)."""
+    level = cands.level
+    bounds = lower_bounds(problem, level.domains, w)
+    extra = _stranded_floor(problem, level.domains) * w.of("stranded")
+    if not level.hard:
+        return np.where(bounds == np.iinfo(np.int64).max, bounds, bounds + extra)
+    for s, scope in enumerate(problem.required):
+        if scope.key == level.key and int(problem.internal_min[list(scope.groups)].sum()) > 0:
+            room = w.rooms[s] if len(w.rooms) == len(problem.required) else domain_room(problem, scope.domains)
+            size = min(room.size, extra.size)
+            extra[:size] += room[:size] * w.of("room")
+    result: IntArray = np.where(bounds == np.iinfo(np.int64).max, bounds, bounds + extra)
+    return result
+
+
+def _cost_floor(problem: Problem, level: Level, cands: Candidates, bounds: IntArray, w: Weights) -> int:
+    """A lower bound on the cost of every placement of the gang: with a required deciding level every placement
+    lies in one candidate domain, so the least per-domain bound; otherwise the whole cluster's bound."""
+    if level.hard:
+        return int(bounds[list(cands.ids)].min()) if cands.ids else 0
+    whole = np.zeros(problem.snapshot.num_nodes, dtype=np.int32)
+    floor = int(lower_bounds(problem, whole, w)[0])
+    if floor == np.iinfo(np.int64).max:
+        return floor
+    return floor + int(_stranded_floor(problem, whole)[0]) * w.of("stranded")
+
+
+def _stranded_floor(problem: Problem, domains: CodeArray) -> IntArray:
+    """Per domain, a floor on stranded GPUs: a group's minimum needs at least ceil(min / most pods one node takes)
+    nodes, each leaving at least the domain's least free GPUs, less every GPU the gang could use. Domains where
+    a usable node has negative free GPUs get 0 (the tier can be negative there)."""
+    count = max(int(domains.max(initial=-1)) + 1, 1)
+    result = np.zeros(count, dtype=np.int64)
+    if problem.gpu is None:
+        return result
+    usable = (problem.maxpods.max(axis=0) > 0) & (domains >= 0)
+    dom = domains[usable]
+    least = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(least, dom, problem.snapshot.free[usable, problem.gpu])
+    needed = np.zeros(count, dtype=np.int64)
+    for g in range(problem.num_groups):
+        if len(problem.parent_of(problem.parent_names[problem.parent[g]])) > 1:
+            continue  # a split group's minimum is shared between sub-groups; no per-group claim
+        most = np.zeros(count, dtype=np.int64)
+        np.maximum.at(most, dom, problem.maxpods[g, usable])
+        needed = np.maximum(needed, -(-int(problem.internal_min[g]) // np.maximum(most, 1)))
+    used = int((problem.replicas * problem.req[:, problem.gpu]).sum())
+    valid = (least >= 0) & (least < np.iinfo(np.int64).max)
+    result[valid] = np.maximum(needed[valid] * least[valid] - used, 0)
+    return result
 
 
 def _placement(

@@ -197,6 +197,7 @@ def _validate(gang: GangRequest) -> None:
         raise InvalidGang(f"gang {gang.name} has no pod groups")
     seen_groups: set[str] = set()
     seen_pods: set[str] = set()
+    pods = 0
     for group in gang.groups:
         if group.name in seen_groups:
             raise InvalidGang(f"group {group.name} appears twice in gang {gang.name}")
@@ -205,21 +206,38 @@ def _validate(gang: GangRequest) -> None:
             raise InvalidGang(f"group {group.name} has negative min replicas {group.min_replicas}")
         if group.min_replicas > len(group.pods):
             raise InvalidGang(f"group {group.name} requires {group.min_replicas} pods but has {len(group.pods)}")
+        pods += len(group.pods)
+        seen_pods.update(pod.name for pod in group.pods)
+        if len(seen_pods) != pods:
+            raise InvalidGang(f"pod {_first_duplicate(gang)} appears twice in gang {gang.name}")
+        # per-pod overrides are checked one by one; the group's own requests once (not once per pod)
+        shared_negative = [name for name, amount in group.requests.items() if amount < 0]
         for pod in group.pods:
-            if pod.name in seen_pods:
-                raise InvalidGang(f"pod {pod.name} appears twice in gang {gang.name}")
-            seen_pods.add(pod.name)
-            for name, amount in (pod.requests or group.requests).items():
-                if amount < 0:
-                    raise InvalidGang(f"pod {pod.name} of group {group.name} requests negative {name}")
+            negative = shared_negative if not pod.requests else [n for n, a in pod.requests.items() if a < 0]
+            if negative:
+                raise InvalidGang(f"pod {pod.name} of group {group.name} requests negative {negative[0]}")
     for cfg in gang.group_configs:
         unknown = [name for name in cfg.group_names if name not in seen_groups]
         if unknown:
             raise InvalidGang(f"group config {cfg.name} names unknown groups {', '.join(unknown)}")
 
 
+def _first_duplicate(gang: GangRequest) -> str:
+    """The first pod name that repeats, in group and pod order (only called when one does)."""
+    seen: set[str] = set()
+    for group in gang.groups:
+        for pod in group.pods:
+            if pod.name in seen:
+                return pod.name
+            seen.add(pod.name)
+    return ""
+
+
 def _split(snapshot: Snapshot, group: PodGroup) -> list[tuple[IntArray, tuple[str, ...]]]:
     """Homogeneous sub-groups (by request vector) in order of their first pod name."""
+    if group.pods and all(pod.requests is None for pod in group.pods):  # the usual case, without per-pod work
+        vec = _key(snapshot, group, group.requests)
+        return [(np.asarray(vec, dtype=np.int64), tuple(sorted(pod.name for pod in group.pods)))]
     by_vec: dict[tuple[int, ...], list[str]] = {}
     shared: tuple[int, ...] | None = None  # the group's vector, computed once for every pod without overrides
     for pod in sorted(group.pods, key=lambda p: p.name):

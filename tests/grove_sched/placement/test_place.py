@@ -183,18 +183,35 @@ def test_cpsat_beats_best_fit_greedy_on_mixed_sizes() -> None:
 
 def test_score_is_one_when_proven_and_in_the_first_open_tier_band_otherwise() -> None:
     """A proven optimum scores 1.0; an unproven plan whose only open tier is stranded GPUs scores in that band."""
-    nodes = [node(f"n{i}", "r0", 8) for i in range(2)]
-    pods = [bound("b0", "n0", gpu=3)]
-    g = gang(group("a", 1, gpu=2), required=RACK_KEY)
+    nodes = [node(f"n{i}", "r0", 8) for i in range(3)]
+    pods = [bound("b0", "n0", gpu=2), bound("b1", "n1", gpu=2), bound("b2", "n2", gpu=0)]
+    g = gang(group("a", 2, gpu=3), group("b", 1, gpu=2), required=RACK_KEY)
     snap = Snapshot.build(nodes, pods)
     proven = _placed(place(snap, g, PlacementOptions(refine="all")))
     unproven = _placed(place(snap, g, PlacementOptions(use_cpsat=False)))
     assert proven.score == 1.0
     assert proven.stats.status == "OPTIMAL"
-    assert unproven.assignments == proven.assignments == {"a-0": "n0"}
-    assert unproven.objective.stranded_gpus == 3
-    # stranded GPUs are tier 6 (index 5): band [1 - 2^-5, 1 - 2^-6), gap 3 against the gang's 2 GPUs
-    assert unproven.score == pytest.approx(1 - 2**-5 + 2**-6 * (1 - 3 / 5))
+    assert unproven.stats.status == "GREEDY"
+    assert unproven.objective.stranded_gpus == 4
+    assert proven.objective.stranded_gpus == 0
+    # stranded GPUs are tier 6 (index 5): band [1 - 2^-5, 1 - 2^-6), gap 4 (bound 0) against the gang's 8 GPUs
+    assert unproven.score == pytest.approx(1 - 2**-5 + 2**-6 * (1 - 4 / 12))
+
+
+def test_greedy_plan_at_the_bound_of_every_candidate_rack_is_proven_without_a_solve() -> None:
+    """With a required rack, a plan meeting the least per-rack lower bound (here: its stranded GPUs, since every
+    usable node leaves at least 3) is optimal: no CP-SAT solve, status AT_BOUND, score 1.0, in both modes."""
+    nodes = [node(f"n{i}", f"r{i}", 8) for i in range(3)]
+    pods = [bound("b0", "n0", gpu=3), bound("b1", "n1", gpu=3), bound("b2", "n2", gpu=1)]
+    g = gang(group("a", 1, gpu=2), required=RACK_KEY)
+    snap = Snapshot.build(nodes, pods)
+    for options in (PlacementOptions(), PlacementOptions(refine="all"), PlacementOptions(use_cpsat=False)):
+        result = _placed(place(snap, g, options))
+        assert result.stats.status == "AT_BOUND"
+        assert result.stats.num_variables == 0
+        assert result.score == 1.0
+        assert result.objective.stranded_gpus == 3
+        assert result.assignments == {"a-0": "n0"}
 
 
 def test_assumed_placement_is_not_double_booked() -> None:

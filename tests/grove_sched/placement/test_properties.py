@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from placement_kit import BLOCK_KEY, bound, brute_force, counts_of, gang, group, node, objective, violations
@@ -25,6 +26,10 @@ from grove_sched.model import (
     Unschedulable,
 )
 from grove_sched.placement import Snapshot, place
+from grove_sched.placement._domains import candidates, deciding_level
+from grove_sched.placement._objective import weights
+from grove_sched.placement._place import _greedy_plans, _prune_bounds
+from grove_sched.placement._problem import InvalidGang, build_problem
 
 EXACT = PlacementOptions(top_k_domains=100, max_greedy_domains=100, max_deterministic_time=10.0, refine="all")
 
@@ -224,3 +229,31 @@ def test_medium_clusters_stay_valid_on_every_path(seed: int) -> None:
         result = place(snap, g, options)
         if isinstance(result, Placement):
             assert violations(nodes, pods, g, counts_of(g, result)) == []
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.integers(1, 2))
+def test_pruned_greedy_ranking_keeps_the_top_k_plans(
+    case: tuple[list[NodeInfo], list[BoundPod], GangRequest], k: int
+) -> None:
+    """Every domain's bound is at most the cost of greedy's plan there (and at most the proven optimum for the
+    gang), and skipping domains by bound leaves the first K plans exactly as running greedy everywhere."""
+    nodes, pods, g = case
+    snap = Snapshot.build(nodes, pods)
+    options = PlacementOptions(top_k_domains=k)
+    try:
+        problem = build_problem(snap, g, options)
+        w = weights(problem)
+    except (InvalidGang, OverflowError):
+        return
+    level = deciding_level(problem, options.rack_key)
+    cands = candidates(problem, level)
+    bounds = _prune_bounds(problem, cands, w)
+    everywhere = _greedy_plans(problem, cands, w, k, options.max_greedy_domains, np.full_like(bounds, -1))
+    for cost, d, _ in everywhere:
+        assert bounds[d] <= cost
+    pruned = _greedy_plans(problem, cands, w, k, options.max_greedy_domains, bounds)
+    assert [(c, d) for c, d, _ in pruned[:k]] == [(c, d) for c, d, _ in everywhere[:k]]
+    exact = place(snap, g, EXACT)
+    if level.hard and cands.ids and isinstance(exact, Placement):
+        assert int(bounds[list(cands.ids)].min()) <= exact.objective.weighted

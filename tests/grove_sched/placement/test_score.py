@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from placement_kit import bound, gang, group, node
+from placement_kit import BLOCK_KEY, bound, gang, group, node
 
-from grove_sched.model import RACK_KEY, Placement, PlacementOptions, Unschedulable
+from grove_sched.model import RACK_KEY, Placement, PlacementOptions, TopologyConstraint, Unschedulable
 from grove_sched.placement import Snapshot, place
 from grove_sched.placement._score import placement_score
 
@@ -62,20 +62,46 @@ def test_required_rack_goes_to_the_fullest_rack_that_fits() -> None:
     assert result.score == 1.0
 
 
-def test_default_mode_keeps_greedy_when_no_structural_tier_can_improve() -> None:
+def test_structure_mode_keeps_greedy_when_no_structural_tier_can_improve() -> None:
     """refine="structure": greedy's plan already has no preferred violation and opens no avoidable empty rack,
-    so CP-SAT is not run, and the score comes from the tier floors."""
+    so CP-SAT is not run, and the score comes from the tier floors. The default ("auto") treats this gang (one
+    rack, nothing inside it to arrange) exactly, like refine="all"."""
     nodes = [node(f"n{i}", "r0", 8) for i in range(3)]
     pods = [bound("b0", "n0", gpu=2), bound("b1", "n1", gpu=2), bound("b2", "n2", gpu=0)]
     g = gang(group("a", 2, gpu=3), group("b", 1, gpu=2), required=RACK_KEY)
     snap = Snapshot.build(nodes, pods)
-    default = _placed(place(snap, g))
+    structure = _placed(place(snap, g, PlacementOptions(refine="structure")))
     exact = _placed(place(snap, g, PlacementOptions(refine="all")))
-    assert default.stats.path == "greedy"
-    assert default.stats.status == "GREEDY"
+    assert structure.stats.path == "greedy"
+    assert structure.stats.status == "GREEDY"
     assert exact.stats.path == "cpsat"
-    assert exact.objective.weighted < default.objective.weighted
-    assert default.score < exact.score == 1.0
+    assert exact.objective.weighted < structure.objective.weighted
+    assert structure.score < exact.score == 1.0
+    auto = _placed(place(snap, g))
+    assert (auto.assignments, auto.objective, auto.stats.path) == (exact.assignments, exact.objective, "cpsat")
+
+
+def test_auto_mode_is_structural_for_gangs_with_sub_scopes_or_preferences() -> None:
+    """refine="auto" gives a gang with a per-group required rack under a preferred block the structural
+    treatment: the same answer as refine="structure", and greedy's plan where CP-SAT may not improve it."""
+    nodes = [node(f"n{i}", "r0", 8, block="b0") for i in range(3)]
+    pods = [bound("b0", "n0", gpu=2), bound("b1", "n1", gpu=2), bound("b2", "n2", gpu=0)]
+    g = gang(
+        group("a", 2, gpu=3, topology=TopologyConstraint(required_key=RACK_KEY)),
+        group("b", 1, gpu=2),
+        preferred=BLOCK_KEY,
+    )
+    snap = Snapshot.build(nodes, pods)
+    auto = _placed(place(snap, g))
+    structure = _placed(place(snap, g, PlacementOptions(refine="structure")))
+    exact = _placed(place(snap, g, PlacementOptions(refine="all")))
+    assert (auto.assignments, auto.objective, auto.stats.path) == (
+        structure.assignments,
+        structure.objective,
+        structure.stats.path,
+    )
+    assert auto.stats.path == "greedy"
+    assert exact.objective.weighted < auto.objective.weighted
 
 
 def test_default_mode_uses_cpsat_when_greedy_finds_nothing() -> None:
