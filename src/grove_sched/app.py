@@ -95,6 +95,7 @@ def build(config: SchedulerConfig, client: Client, *, clock: Clock | None = None
         metrics=metrics,
         options=config.placement,
         clock=clock,
+        inline_solve_limit=config.inline_solve_limit,
     )
 
     def pods_of(podgang: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:

@@ -39,6 +39,12 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
     parser.add_argument("--lease-name", default=defaults.lease_name)
     parser.add_argument("--lease-namespace", default=defaults.lease_namespace)
     parser.add_argument("--bind-concurrency", type=int, default=defaults.bind_concurrency)
+    parser.add_argument(
+        "--inline-solve-limit",
+        type=float,
+        default=defaults.inline_solve_limit,
+        help="solve on the event loop while solves take at most this many CPU seconds (0: always in a worker thread)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     return SchedulerConfig(
@@ -49,6 +55,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,
         bind_concurrency=args.bind_concurrency,
+        inline_solve_limit=args.inline_solve_limit,
         log_level=args.log_level,
     )
 

@@ -31,5 +31,6 @@ class SchedulerConfig:
     unschedulable_flush: float = 30.0
     assumed_ttl: float = 30.0
     status_workers: int = 4
+    inline_solve_limit: float = 0.02
     log_level: str = "INFO"
     placement: PlacementOptions = field(default_factory=PlacementOptions)

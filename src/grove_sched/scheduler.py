@@ -5,13 +5,23 @@ capacity the previous one took, but binding is I/O and may run concurrently. So 
 
 1. pop the best gang from the queue;
 2. assemble it from the informer caches (`gangs.assemble`), treating assumed pods as bound;
-3. take the cache's immutable snapshot and `place` it (in a worker thread: the solver must not stall the loop);
+3. take the cache's immutable snapshot and `place` it (see "where the solver runs" below);
 4. `assume` the placement in the scheduler cache, so the next cycle already sees the capacity as used;
 5. spawn the binding cycle and go back to 1.
 
 The binding cycle binds through `Binder` (all-or-rollback on the minimum), then on success records the verdict
 and the `Scheduled` events; on failure it forgets the assumption and puts the gang into backoff. The gang stays
 "in flight" in the queue until its binding cycle ends, so no second attempt can race the first.
+
+Where the solver runs: a greedy placement costs a few ms of CPU, but handed to a worker thread it took ~10x that
+in wall time in a busy scheduler: the thread and the event loop (binds, Events, watch decoding of the previous
+gangs) fight over the GIL, and the result then waits its turn in the loop's ready queue (measured at 1,000 nodes:
+3.5 ms CPU, 11 ms in the thread, 23 ms until the cycle resumed). So `place` runs on the loop thread while solves
+stay short: whenever the previous solve took at most `inline_solve_limit` seconds of CPU. After a longer one
+(CP-SAT, which releases the GIL while it searches) the solves run in a worker thread until one is short again,
+so a run of long solves blocks the loop at most once. CPU time, not wall time, decides, so a solve slowed by a
+busy machine does not flip the mode. Each cycle first yields to the loop, so binds and informer events of
+earlier gangs keep flowing between cycles.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
@@ -34,8 +45,8 @@ from grove_sched.cache import PodKey, SchedulerCache
 from grove_sched.events import GangEvents
 from grove_sched.gangs import Assembly, AssemblyContext, GangKey, Malformed, ReadyGang, Waiting, assemble
 from grove_sched.metrics import SchedulerMetrics
-from grove_sched.model import Placement, PlacementOptions, Unschedulable
-from grove_sched.placement import assumed_pods, place
+from grove_sched.model import GangRequest, Placement, PlacementOptions, Unschedulable
+from grove_sched.placement import Snapshot, assumed_pods, place
 from grove_sched.podgang_status import (
     PODGANGS,
     REASON_INVALID,
@@ -76,6 +87,7 @@ class Scheduler:
         metrics: SchedulerMetrics | None = None,
         options: PlacementOptions | None = None,
         clock: Clock | None = None,
+        inline_solve_limit: float = 0.02,
     ) -> None:
         self.informers = informers
         self.binder = binder
@@ -91,6 +103,8 @@ class Scheduler:
         self._ready_since: dict[GangKey, float] = {}
         self._last_reasons: dict[GangKey, tuple[str, ...]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._inline_limit = inline_solve_limit
+        self._last_solve_cpu = 0.0
 
     def set_status_trigger(self, trigger: Callable[[ObjectKey], None]) -> None:
         """Called with a PodGang's key whenever its recorded verdict changes (the status controller's enqueue)."""
@@ -178,6 +192,7 @@ class Scheduler:
         self.refresh_priorities()
         try:
             while True:
+                await asyncio.sleep(0)  # let binds and informer events of earlier gangs run between cycles
                 try:
                     key = await self.queue.pop()
                 except QueueClosed:
@@ -220,7 +235,7 @@ class Scheduler:
         self._ready_since.setdefault(key, now)
         snapshot = self.cache.snapshot()
         start = self.clock.monotonic()
-        result = await asyncio.to_thread(place, snapshot, assembly.request, self.options)
+        result = await self._solve(snapshot, assembly.request)
         self.metrics.solve_time.observe(self.clock.monotonic() - start)
         if isinstance(result, Unschedulable) and assembly.required_pods == 0:
             log.debug("no extra pod of the gang fits now", gang=str(key), reasons=list(result.reasons))
@@ -236,6 +251,16 @@ class Scheduler:
             self.queue.done(key, Outcome.UNSCHEDULABLE)
             return
         self._assume_and_bind(assembly, podgang, result)
+
+    async def _solve(self, snapshot: Snapshot, request: GangRequest) -> Placement | Unschedulable:
+        """`place` on the loop thread while solves are short, else in a worker thread (module docstring)."""
+        if self._inline_limit > 0 and self._last_solve_cpu <= self._inline_limit:
+            result, self._last_solve_cpu = _timed_place(snapshot, request, self.options)
+            if self._last_solve_cpu > self._inline_limit:
+                log.debug("long solve on the loop, the next one runs in a worker thread", gang=request.name)
+            return result
+        result, self._last_solve_cpu = await asyncio.to_thread(_timed_place, snapshot, request, self.options)
+        return result
 
     def _assume_and_bind(self, gang: ReadyGang, podgang: Obj | None, placement: Placement) -> None:
         """Assume the placement and start its binding cycle."""
@@ -335,3 +360,12 @@ class Scheduler:
         with contextlib.suppress(ValueError):
             return dt.datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
         return 0.0
+
+
+def _timed_place(
+    snapshot: Snapshot, request: GangRequest, options: PlacementOptions
+) -> tuple[Placement | Unschedulable, float]:
+    """`place` and the CPU seconds it took on the calling thread."""
+    start = time.thread_time()
+    result = place(snapshot, request, options)
+    return result, time.thread_time() - start

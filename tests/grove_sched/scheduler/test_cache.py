@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from grove_sched.cache import PodKey, SchedulerCache
 from grove_sched.model import GPU
-from grove_sched.podspec import bound_pod
+from grove_sched.placement import Snapshot
+from grove_sched.podspec import bound_pod, node_info
 
 from .kit import node, pod
 
@@ -136,3 +137,54 @@ def test_capacity_equals_allocatable_minus_bound_and_assumed(steps: list[tuple[s
     for name, n in where.items():
         expected[nodes.index(n)] -= int(name[1:]) + 1
     assert snap.free[:, gpu].tolist() == expected.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops, st.integers(1, 8))
+def test_incremental_snapshots_match_a_fresh_build(steps: list[tuple[str, int, int]], overlay: int) -> None:
+    """A snapshot taken after every step (so each one extends the last) equals one built from scratch."""
+    cache = SchedulerCache(max_overlay=overlay)
+    nodes = ["n0", "n1", "n2"]
+    infos = [node(n, gpus=100) for n in nodes]
+    for info in infos:
+        cache.node_upserted(info)
+    where: dict[str, str] = {}
+    for op, p, n in steps:
+        name = f"p{p}"
+        key = PodKey("default", name)
+        if op == "assume" and name not in where:
+            cache.assume([(bound_pod(pod(name, gpus=p + 1), nodes[n]), "")])
+            where[name] = nodes[n]
+        elif op == "forget" and cache.is_assumed(key):
+            cache.forget([key])
+            del where[name]
+        elif op == "confirm" and name in where:
+            cache.pod_upserted(pod(name, gpus=p + 1, node_name=where[name]))
+        elif op == "delete":
+            cache.pod_deleted(pod(name))
+            where.pop(name, None)
+        elif op == "finish":
+            cache.finish_binding([key], now=0.0)
+        snap = cache.snapshot()
+        fresh = Snapshot.build(
+            [node_info(info) for info in infos],
+            [bound_pod(pod(name, gpus=int(name[1:]) + 1), at) for name, at in where.items()],
+        )
+        assert snap.free.tolist() == fresh.free.tolist()
+        assert snap.pod_count.tolist() == fresh.pod_count.tolist()
+        assert sorted((p.name, p.node) for p in snap.pods) == sorted((p.name, p.node) for p in fresh.pods)
+        assert sorted(snap.pod_node.tolist()) == sorted(fresh.pod_node.tolist())
+
+
+def test_snapshot_extends_the_last_one_when_a_gang_is_assumed() -> None:
+    """Assuming pods after a snapshot layers only the new pods onto it (the earlier ones stay in place)."""
+    cache = SchedulerCache()
+    cache.node_upserted(node("n1", gpus=8))
+    cache.assume([(bound_pod(pod("a", gpus=2), "n1"), "")])
+    first = cache.snapshot()
+    cache.pod_upserted(pod("a", gpus=2, node_name="n1"))  # confirmation with the same pod keeps the snapshot
+    assert cache.snapshot() is first
+    cache.assume([(bound_pod(pod("b", gpus=2), "n1"), "")])
+    second = cache.snapshot()
+    assert second.pods[: len(first.pods)] == first.pods
+    assert free_gpus(cache, "n1") == 4

@@ -8,8 +8,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grove_runtime import errors
+from grove_runtime.clock import FakeClock
 from grove_runtime.keys import ObjectKey
-from grove_sched.podgang_status import ScheduledState, StatusBook, compute_phase, status_patch
+from grove_sched.podgang_status import (
+    PodGangStatusReconciler,
+    ScheduledState,
+    StatusBook,
+    compute_phase,
+    status_patch,
+)
 
 from .kit import pod, podgang
 
@@ -120,3 +128,57 @@ def test_foreign_conditions_survive_any_merge(found: list[dict[str, Any]], sched
     merged = result["status"]["conditions"]
     assert [c for c in merged if c["type"] != "Scheduled"] == [c for c in found if c["type"] != "Scheduled"]
     assert sum(1 for c in merged if c["type"] == "Scheduled") == 1
+
+
+class StatusServer:
+    """The one client call the status reconciler makes: applies the merge patch to `obj`, bumping its version."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+        self.patches: list[dict[str, Any]] = []
+
+    async def patch(self, rt: Any, name: str, body: dict[str, Any], namespace: str = "", **kw: Any) -> dict[str, Any]:
+        self.patches.append(body)
+        pinned = (body.get("metadata") or {}).get("resourceVersion")
+        if pinned is not None and pinned != self.obj["metadata"]["resourceVersion"]:
+            raise errors.Conflict("stale resourceVersion")
+        self.obj = apply(self.obj, body)
+        self.obj["metadata"] = {
+            **self.obj["metadata"],
+            "resourceVersion": str(int(self.obj["metadata"]["resourceVersion"]) + 1),
+        }
+        return self.obj
+
+
+async def test_stale_cache_neither_resends_nor_conflicts() -> None:
+    """Until the informer shows our write, reconciles build on the server's answer: no repeat, no 409."""
+    cached = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
+    cached["metadata"]["resourceVersion"] = "5"
+    key = ObjectKey("default", "g")
+    book = StatusBook()
+    server = StatusServer(cached)
+    pods = {"a": pod("a")}
+    reconciler = PodGangStatusReconciler(
+        server,  # type: ignore[arg-type]
+        book,
+        lambda _key: cached,  # the informer never catches up in this test
+        lambda _pg: pods,
+        "grove-scheduler",
+        FakeClock(),
+    )
+    await reconciler.reconcile(key)  # nothing to write yet
+    assert server.patches == []
+    pods["a"] = pod("a", node_name="n1")
+    await reconciler.reconcile(key)  # phase only: Starting
+    book.record(key, OK)
+    await reconciler.reconcile(key)  # the condition, pinned to the version our phase write produced
+    await reconciler.reconcile(key)  # nothing new
+    pods["a"] = pod("a", node_name="n1", phase="Running")
+    await reconciler.reconcile(key)
+    assert [sorted(p["status"]) for p in server.patches] == [
+        ["phase"],
+        ["conditions", "phase", "placementScore"],
+        ["phase"],
+    ]
+    assert server.obj["status"]["phase"] == "Running"
+    assert [c["type"] for c in server.obj["status"]["conditions"]] == ["Initialized", "Scheduled"]

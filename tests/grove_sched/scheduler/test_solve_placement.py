@@ -1,0 +1,55 @@
+"""Where the scheduling cycle runs the solver: on the loop while solves are short, else in a worker thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from grove_sched import scheduler as scheduler_module
+from grove_sched.model import GangRequest, Unschedulable
+from grove_sched.scheduler import Scheduler
+
+REQUEST = GangRequest("g", "default", ())
+
+
+class FakePlace:
+    """Stands in for `place`: records the thread it ran on and burns `cpu` seconds of CPU there."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.threads: list[str] = []
+
+    def __call__(self, snapshot: Any, request: GangRequest, options: Any) -> Unschedulable:
+        self.threads.append("loop" if threading.current_thread() is threading.main_thread() else "worker")
+        end = time.thread_time() + self.cpu
+        while time.thread_time() < end:
+            pass
+        return Unschedulable(("fake",))
+
+
+def make(limit: float) -> Scheduler:
+    return Scheduler(None, None, None, inline_solve_limit=limit)  # type: ignore[arg-type]
+
+
+async def test_after_a_long_solve_solves_run_in_a_thread_until_one_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Short solves stay on the loop; one over the limit sends the next ones to a worker until one is short."""
+    fake = FakePlace()
+    monkeypatch.setattr(scheduler_module, "place", fake)
+    sched = make(limit=0.005)
+    for cpu in (0.0, 0.02, 0.02, 0.0, 0.0):
+        fake.cpu = cpu
+        await sched._solve(None, REQUEST)  # type: ignore[arg-type]
+    assert fake.threads == ["loop", "loop", "worker", "worker", "loop"]
+
+
+async def test_limit_zero_always_uses_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`inline_solve_limit=0` keeps the solver off the loop thread entirely."""
+    fake = FakePlace()
+    monkeypatch.setattr(scheduler_module, "place", fake)
+    sched = make(limit=0.0)
+    await sched._solve(None, REQUEST)  # type: ignore[arg-type]
+    await sched._solve(None, REQUEST)  # type: ignore[arg-type]
+    assert fake.threads == ["worker", "worker"]
