@@ -10,10 +10,11 @@ watches the namespace's pods and binds every ungated, unbound pod round-robin ov
 * the operator's CPU seconds per phase (steadier than wall time on a shared machine) and peak memory (VmHWM).
 
 It prints per-run numbers and medians and writes them to `benchmarks/results/operator_scale.json` (and `.md`).
-Options: `--baseline-src DIR` also runs the operator from `DIR/src` (e.g. `git archive <commit> src | tar -x -C
+Options: `--baseline-src DIR` also runs the operator from `DIR/src` or `DIR` (e.g. `git archive <commit> src | tar -x -C
 DIR`), alternating with the current one, for a before/after comparison under the same load;
-`--memory-replicas 5000` adds one run with a 5,000-replica PCS (10,000 pods) reporting the operator's memory;
-`--profile-operator FILE` runs the operator under cProfile.
+`--memory-replicas 5000` adds one run with a 5,000-replica PCS (10,000 pods) reporting the operator's memory and
+printing its progress every 30 s (`--runs 0` runs only that); `--profile-operator FILE` runs the operator under
+cProfile (the memory run's profile goes to `FILE` with the suffix `.memory.prof`).
 
 Usage: ``python -m benchmarks.operator_scale [--runs 3] [--replicas 500] [--baseline-src DIR]
 [--memory-replicas 5000] [--json PATH]``.
@@ -78,6 +79,16 @@ def workload(replicas: int) -> dict[str, Any]:
             },
         },
     }
+
+
+def source_root(path: Path) -> Path:
+    """The directory holding the `grove_operator` package: `path/src` (a `git archive ... src` extracted into
+    `path`) or `path` itself (its `src`); anything else is an error, since the operator would silently be imported
+    from the current checkout instead."""
+    for candidate in (path / "src", path):
+        if (candidate / "grove_operator" / "__init__.py").is_file():
+            return candidate
+    raise SystemExit(f"--baseline-src {path}: no grove_operator package in {path}/src or {path}")
 
 
 def _proc_status_mib(pid: int, field: str) -> float:
@@ -206,7 +217,7 @@ async def cluster(nodes: int, operator_src: Path | None, profile_out: Path | Non
             raise RuntimeError("kubectl apply of the CRDs failed")
         env = dict(os.environ)
         if operator_src is not None:
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(operator_src / "src"), env.get("PYTHONPATH")) if p)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(source_root(operator_src)), env.get("PYTHONPATH")) if p)
         profiler = ["-m", "cProfile", "-o", str(profile_out)] if profile_out is not None else []
         log = LOG_DIR / f"operator-{os.getpid()}-{time.monotonic_ns()}.log"
         with log.open("wb") as sink:
@@ -280,18 +291,40 @@ async def one_run(
         }
 
 
-async def memory_run(replicas: int, nodes: int, operator_src: Path | None = None) -> dict[str, float]:
+async def _progress(client: KubeClient, binder: Binder, pid: int, start: float) -> None:
+    """Print, every 30 s, how far a long phase has got (pods, available replicas, operator CPU and RSS)."""
+    while True:
+        await asyncio.sleep(30)
+        pcs = await client.get(PCS, "scale", NAMESPACE)
+        print(
+            f"  {time.perf_counter() - start:6.0f} s: {len(binder.live)} pods, "
+            f"{(pcs.get('status') or {}).get('availableReplicas', 0)} available, "
+            f"operator cpu {cpu_seconds(pid):.1f} s, rss {rss_mib(pid):.0f} MiB",
+            flush=True,
+        )
+
+
+async def memory_run(
+    replicas: int, nodes: int, operator_src: Path | None = None, profile_out: Path | None = None
+) -> dict[str, float]:
     """One PCS of `replicas` x 2 pods: the operator's RSS once every pod exists and once all are available."""
-    async with cluster(nodes, operator_src, None) as c:
+    async with cluster(nodes, operator_src, profile_out) as c:
         client, binder, pid = c.client, c.binder, c.operator_pid
         idle = rss_mib(pid)
         start = time.perf_counter()
-        await client.create(PCS, workload(replicas), NAMESPACE)
-        await until(lambda: len(binder.live) >= 2 * replicas, limit=MEMORY_PHASE_LIMIT)
-        created = time.perf_counter() - start
-        rss_created = rss_mib(pid)
-        await until(lambda: available(client, replicas), poll=0.5, limit=MEMORY_PHASE_LIMIT)
-        avail = time.perf_counter() - start
+        cpu0 = cpu_seconds(pid)
+        progress = asyncio.get_running_loop().create_task(_progress(client, binder, pid, start))
+        try:
+            await client.create(PCS, workload(replicas), NAMESPACE)
+            await until(lambda: len(binder.live) >= 2 * replicas, limit=MEMORY_PHASE_LIMIT)
+            created = time.perf_counter() - start
+            rss_created = rss_mib(pid)
+            await until(lambda: available(client, replicas), poll=0.5, limit=MEMORY_PHASE_LIMIT)
+            avail = time.perf_counter() - start
+        finally:
+            progress.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await progress
         return {
             "pods": 2 * replicas,
             "pods_created_s": created,
@@ -300,13 +333,13 @@ async def memory_run(replicas: int, nodes: int, operator_src: Path | None = None
             "operator_rss_when_created_mib": rss_created,
             "operator_rss_when_available_mib": rss_mib(pid),
             "operator_peak_rss_mib": peak_rss_mib(pid),
-            "operator_cpu_s": cpu_seconds(pid),
+            "operator_cpu_s": cpu_seconds(pid) - cpu0,
         }
 
 
 def medians(runs: list[dict[str, float]]) -> dict[str, float]:
-    """Per-metric median over runs."""
-    return {k: round(statistics.median(r[k] for r in runs), 3) for k in runs[0]}
+    """Per-metric median over runs (empty when there were none, e.g. a memory-only invocation)."""
+    return {k: round(statistics.median(r[k] for r in runs), 3) for k in runs[0]} if runs else {}
 
 
 def _line(label: str, result: dict[str, float]) -> str:
@@ -347,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument(
         "--baseline-src", type=Path, default=None,
-        help="also run the operator from DIR/src (e.g. a `git archive` of an older commit), alternating runs",
+        help="also run the operator from DIR/src or DIR (e.g. a `git archive` of an older commit), alternating runs",
     )  # fmt: skip
     parser.add_argument(
         "--memory-replicas", type=int, default=0,
@@ -357,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile-operator", type=Path, default=None, help="write the operator's cProfile here")
     parser.add_argument("--json", default=str(RESULTS / "operator_scale.json"), help="result file ('' skips)")
     args = parser.parse_args(argv)
+    if args.baseline_src is not None:
+        source_root(args.baseline_src)  # fail before the first run, not after it
     current: list[dict[str, float]] = []
     baseline: list[dict[str, float]] = []
     for i in range(args.runs):
@@ -383,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         print(_line("baseline median", report["baseline"]["median"]))
     print(_line("median", report["median"]), flush=True)
     if args.memory_replicas > 0:
-        report["memory"] = asyncio.run(memory_run(args.memory_replicas, args.memory_nodes))
+        memory_profile = args.profile_operator.with_suffix(".memory.prof") if args.profile_operator else None
+        report["memory"] = asyncio.run(memory_run(args.memory_replicas, args.memory_nodes, profile_out=memory_profile))
         print(_line("memory", report["memory"]), flush=True)
     if args.json:
         write_reports(report, Path(args.json))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -20,9 +21,25 @@ from grove_runtime import logging as glog
 from grove_runtime.client import KubeClient
 from grove_runtime.leaderelection import LeadershipLost
 
-__all__ = ["main", "parse_args", "run"]
+__all__ = ["GC_THRESHOLDS", "main", "parse_args", "run", "tune_gc"]
 
 log = structlog.get_logger("grove_operator.cli")
+
+
+GC_THRESHOLDS = (20_000, 10, 10)
+"""Collector thresholds for a process whose heap is mostly its informer cache (see `tune_gc`)."""
+
+
+def tune_gc() -> None:
+    """Collect young objects less often than CPython's default (a pass per 700 net allocations).
+
+    Why: the cache holds every managed pod as nested dicts, tens of thousands of long-lived containers that hold
+    no cycles, and each reconcile allocates thousands of short-lived ones. With the default thresholds the
+    collector ran about 1,500 times per 500-replica scale-up and its full passes over the cache were a fifth of
+    the operator's CPU; with these, young passes are rare and full passes (still bounded by CPython's rule of
+    collecting only when a quarter of the heap is new) almost never happen during a rollout.
+    """
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -80,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point `grove-operator`."""
     args = parse_args(argv)
     glog.configure(args.log_level)
+    tune_gc()
     return asyncio.run(run(args))
 
 

@@ -5,9 +5,11 @@ reconcile) and cost (an extra trigger is wasted work at 10,000 pods). This modul
 builder calls (For / Owns / Watches with map functions and predicates), following grove-reference §3.1:
 
 * podcliqueset (10 workers): For PCS (create/delete, generation or `grove.io/reconcile-trigger` change); Owns
-  PodClique and PCSG (create/delete, generation change at once; status-only changes batched over
-  `child_batch_period`, because one reconcile re-derives the whole hierarchy); Owns PodGang
-  (delete or generation change: hand edits are reverted); Owns the SA-token Secret (token filled in);
+  PodClique and PCSG (delete or generation change at once, not their creation, which the PCS did itself;
+  status-only changes batched over `child_batch_period`, stretched to `owner_batch_scale` times the last
+  reconcile's duration, because one reconcile re-derives the whole hierarchy);
+  Owns PodGang (delete or generation change, batched: hand edits are reverted); Owns the SA-token Secret (token
+  filled in);
   Watches ClusterTopologyBinding → the PCSs referencing it. It does not watch pods.
 * podclique (10): For PodClique (create/delete, generation/labels change); Watches Pods → their PodClique
   (create/delete, status, gates, node or deletion change; batched like the PCS's child events, so the pods of a
@@ -18,7 +20,8 @@ builder calls (For / Owns / Watches with map functions and predicates), followin
 * podgang (5): For PodGang (create/delete, generation change).
 
 Pods, Services, Secrets, ServiceAccounts, Roles, RoleBindings and HPAs are cached only if labelled
-`managed-by=grove-operator`, which keeps the operator's memory proportional to what it manages.
+`managed-by=grove-operator`, which keeps the operator's memory proportional to what it manages; pods are cached
+with only the fields the operator reads (`grove_operator.podcache`).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from grove_operator.components import (
 )
 from grove_operator.config import OperatorConfig
 from grove_operator.metrics import operator_metrics
+from grove_operator.podcache import slim_pod
 from grove_operator.podclique.pods import PodExpectationsObserver
 from grove_operator.podclique.reconciler import PodCliqueReconciler
 from grove_operator.podcliqueset.reconciler import PodCliqueSetReconciler
@@ -105,6 +109,12 @@ SPEC_OR_STATUS: Predicate = predicate(update=lambda o, n: _changed(o, n, _GENERA
 
 GENERATION_OR_DELETION: Predicate = predicate(update=lambda o, n: _changed(o, n, _GENERATION, _DELETION))
 """Spec changes and deletion only."""
+
+CHILD_CHANGED: Predicate = predicate(
+    create=lambda _o: False, update=lambda o, n: _changed(o, n, _GENERATION, _DELETION)
+)
+"""A child's spec change or deletion, but not its creation: the owner creates its children itself, in a reconcile
+that already accounted for them, and at 5,000 replicas each needless owner reconcile costs a pass over all."""
 
 STATUS_ONLY: Predicate = predicate(
     create=lambda _o: False,
@@ -197,7 +207,7 @@ def build(
     pcsg_inf = cache.informer(PODCLIQUESCALINGGROUPS, namespace=ns)
     gang_inf = cache.informer(PODGANGS, namespace=ns)
     topo_inf = cache.informer(CLUSTERTOPOLOGYBINDINGS)
-    pod_inf = cache.informer(PODS, namespace=ns, label_selector=MANAGED_SELECTOR)
+    pod_inf = cache.informer(PODS, namespace=ns, label_selector=MANAGED_SELECTOR, transform=slim_pod)
     secret_inf = cache.informer(SECRETS, namespace=ns, label_selector=MANAGED_SELECTOR)
     for rt in (SERVICES, SERVICEACCOUNTS, ROLES, ROLEBINDINGS, HPAS):
         cache.informer(rt, namespace=ns, label_selector=MANAGED_SELECTOR)
@@ -222,10 +232,12 @@ def build(
     )
     pcs.watch(pcs_inf, enqueue_self(), PCS_PRIMARY)
     batch = config.child_batch_period
+    scale = config.owner_batch_scale
     for child_inf in (pclq_inf, pcsg_inf):
-        pcs.watch(child_inf, enqueue_owner(GROUP, "PodCliqueSet"), GENERATION_OR_DELETION)
-        pcs.watch(child_inf, enqueue_owner(GROUP, "PodCliqueSet"), STATUS_ONLY, batch_period=batch)
-    pcs.watch(gang_inf, enqueue_owner(GROUP, "PodCliqueSet"), GENERATION_OR_DELETION)
+        pcs.watch(child_inf, enqueue_owner(GROUP, "PodCliqueSet"), CHILD_CHANGED)
+        pcs.watch(child_inf, enqueue_owner(GROUP, "PodCliqueSet"), STATUS_ONLY, batch_period=batch, batch_scale=scale)
+    # PodGang spec changes are mostly the PCS's own pod-reference writes: batched like child status.
+    pcs.watch(gang_inf, enqueue_owner(GROUP, "PodCliqueSet"), CHILD_CHANGED, batch_period=batch, batch_scale=scale)
     pcs.watch(secret_inf, enqueue_owner(GROUP, "PodCliqueSet"), TOKEN_FILLED)
 
     def topology_to_pcs(ct: Obj) -> Iterable[ObjectKey]:

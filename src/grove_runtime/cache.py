@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from grove_runtime.client import Client
@@ -51,8 +51,13 @@ class Cache:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> Informer:
-        """The shared informer for these parameters (created, and started if the cache runs, on first use)."""
+        """The shared informer for these parameters (created, and started if the cache runs, on first use).
+
+        ``transform`` (see :class:`Informer`) applies from creation on; a later call asking for the same informer
+        with a different one is an error, since the objects it has stored were shaped by the first.
+        """
         key: _InformerKey = (rt, namespace, label_selector, field_selector)
         inf = self._informers.get(key)
         if inf is None:
@@ -63,12 +68,15 @@ class Cache:
                 label_selector=label_selector,
                 field_selector=field_selector,
                 clock=self._clock,
+                transform=transform,
                 **self._options,
             )
             self._informers[key] = inf
             self._by_type.setdefault(rt, inf)
             if self._running:
                 self._start(key, inf)
+        elif transform is not None and inf.transform is not transform:
+            raise ValueError(f"informer for {rt} already exists with another transform")
         return inf
 
     def informers(self) -> _Informers:

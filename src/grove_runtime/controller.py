@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 import structlog
@@ -31,6 +31,8 @@ from grove_runtime.workqueue import QueueShutDown, RateLimiter, WorkQueue
 
 Obj = dict[str, Any]
 log = structlog.get_logger("grove_runtime.controller")
+MAX_DURATIONS = 100_000
+"""Bound on remembered reconcile durations (one float per key; cleared when exceeded, like a cache)."""
 
 
 class Reconciler(Protocol):
@@ -46,7 +48,9 @@ class _Watch:
 
     With a ``batch_period`` the keys are added after that delay instead of at once (``add_after``: the earliest
     pending deadline wins), so a burst of child events costs the owner one reconcile per period rather than one
-    per event; Kubernetes' Job and EndpointSlice controllers batch their pod events the same way.
+    per event; Kubernetes' Job and EndpointSlice controllers batch their pod events the same way. With a
+    ``batch_scale`` the period also stretches to that multiple of the key's last reconcile duration, so an owner
+    whose reconcile walks thousands of children cannot take the whole CPU from the controllers that do the work.
     """
 
     def __init__(
@@ -55,16 +59,23 @@ class _Watch:
         handler: EventHandler,
         predicates: tuple[Predicate, ...],
         batch_period: float = 0.0,
+        batch_scale: float = 0.0,
+        durations: Mapping[ObjectKey, float] | None = None,
     ) -> None:
         self._queue = queue
         self._handler = handler
         self._predicates = predicates
         self._batch_period = batch_period
+        self._batch_scale = batch_scale
+        self._durations: Mapping[ObjectKey, float] = durations if durations is not None else {}
 
     def _enqueue(self, keys: Iterable[ObjectKey]) -> None:
         for key in keys:
             if self._batch_period > 0:
-                self._queue.add_after(key, self._batch_period)
+                period = self._batch_period
+                if self._batch_scale > 0:
+                    period = max(period, self._batch_scale * self._durations.get(key, 0.0))
+                self._queue.add_after(key, period)
             else:
                 self._queue.add(key)
 
@@ -103,6 +114,7 @@ class Controller:
             name, rate_limiter=rate_limiter or RateLimiter(clock=self._clock), clock=self._clock, metrics=metrics
         )
         self.in_flight = 0
+        self._durations: dict[ObjectKey, float] = {}
 
     def watch(
         self,
@@ -110,12 +122,19 @@ class Controller:
         handler: EventHandler | None = None,
         *predicates: Predicate,
         batch_period: float = 0.0,
+        batch_scale: float = 0.0,
     ) -> None:
         """Enqueue the keys ``handler`` (default: the object's own key) maps each passing event to.
 
-        ``batch_period`` > 0 delays each key by that long, collapsing the events of the period into one reconcile.
+        ``batch_period`` > 0 delays each key by that long, collapsing the events of the period into one reconcile;
+        ``batch_scale`` > 0 stretches that delay to ``batch_scale`` times the key's last reconcile duration.
         """
-        informer.add_handler(_Watch(self.queue, handler or enqueue_self(), predicates, batch_period))
+        watch = _Watch(self.queue, handler or enqueue_self(), predicates, batch_period, batch_scale, self._durations)
+        informer.add_handler(watch)
+
+    def last_duration(self, key: ObjectKey) -> float:
+        """Seconds the last finished reconcile of ``key`` took (0.0 when none finished yet)."""
+        return self._durations.get(key, 0.0)
 
     def enqueue(self, key: ObjectKey) -> None:
         """Add a key directly (e.g. from a periodic trigger)."""
@@ -178,6 +197,11 @@ class Controller:
                     outcome = "success"
             finally:
                 self.in_flight -= 1
+                elapsed = self._clock.monotonic() - start
+                if outcome != "cancelled":
+                    if len(self._durations) >= MAX_DURATIONS and key not in self._durations:
+                        self._durations.clear()
+                    self._durations[key] = elapsed
                 if self._metrics is not None and outcome != "cancelled":
-                    self._metrics.observe_reconcile(self.name, outcome, self._clock.monotonic() - start)
+                    self._metrics.observe_reconcile(self.name, outcome, elapsed)
         return outcome

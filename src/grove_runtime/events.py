@@ -2,8 +2,10 @@
 
 Why aggregation: a reconcile loop that fails every few seconds would otherwise create thousands of Events.
 Like client-go's event correlator, a repeat of the same (object, type, reason, message) within the recorder's
-memory patches ``count`` and ``lastTimestamp`` of the existing Event instead of creating a new one. Recording is
-best effort: API failures are logged, never raised into the reconcile.
+memory patches ``count`` and ``lastTimestamp`` of the existing Event instead of creating a new one. Like client-go's
+spam filter (:mod:`grove_runtime.eventspam`), Events about one object beyond a burst of 25 (then one per five
+minutes) are dropped before they cost a request. Recording is best effort: API failures are logged, never raised
+into the reconcile.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import structlog
 from grove_runtime import errors
 from grove_runtime.client import Client, PatchType
 from grove_runtime.clock import Clock, LoopClock
+from grove_runtime.eventspam import DEFAULT_BURST, DEFAULT_QPS, SpamFilter
 from grove_runtime.resources import EVENTS
 
 Obj = dict[str, Any]
@@ -63,13 +66,21 @@ class EventRecorder:
         instance: str | None = None,
         clock: Clock | None = None,
         cache_size: int = 4096,
+        spam_burst: int | None = DEFAULT_BURST,
+        spam_qps: float = DEFAULT_QPS,
     ) -> None:
+        """``spam_burst=None`` turns the spam filter off (every Event is written)."""
         self.client = client
         self.component = component
         self.instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
         self._clock = clock or LoopClock()
         self._cache: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._cache_size = cache_size
+        self._spam = (
+            SpamFilter(self._clock, burst=spam_burst, qps=spam_qps, cache_size=cache_size)
+            if spam_burst is not None
+            else None
+        )
         self._seq = itertools.count()
         # Recorders in other processes (or threads of this one) write Events too; a random per-recorder token
         # keeps generated names apart without coordination.
@@ -83,6 +94,10 @@ class EventRecorder:
         ref = involved_object(obj)
         namespace = str(ref.get("namespace") or "default")
         key = (str(ref.get("uid") or ""), ref["kind"], namespace, ref["name"], type_, reason, message, action)
+        spam_key = (ref["apiVersion"], ref["kind"], namespace, ref["name"], str(ref.get("uid") or ""))
+        if self._spam is not None and not self._spam.allow(spam_key):
+            log.debug("event dropped by the spam filter", reason=reason, object=ref["name"])
+            return
         now = self._timestamp()
         seen = self._cache.get(key)
         try:

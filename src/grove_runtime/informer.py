@@ -10,9 +10,10 @@ Lifecycle of :meth:`Informer.run` (runs until cancelled, never raises for API tr
 3. A clean end of stream re-watches from the last resourceVersion. 410 Gone re-lists at once. Any other error
    (connection loss, 5xx, malformed stream) backs off exponentially and re-lists.
 
-Objects are the dicts parsed from the wire and are shared, not copied, with the store and every handler:
-handlers must not mutate them. Odd events (no name, unknown type, non-dict object) are skipped; a handler that
-raises is logged and does not stop the informer.
+Objects are the dicts parsed from the wire (after the optional ``transform``, client-go's ``SetTransform``, which
+may drop fields the process never reads before they are stored) and are shared, not copied, with the store and
+every handler: handlers must not mutate them. Odd events (no name, unknown type, non-dict object) are skipped;
+a handler that raises is logged and does not stop the informer.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
 import structlog
@@ -79,8 +80,10 @@ class Informer:
         clock: Clock | None = None,
         watch_timeout: tuple[int, int] = (300, 600),
         backoff: tuple[float, float] = (0.2, 30.0),
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.client = client
+        self.transform = transform
         self.resource = rt
         self.namespace = namespace
         self.label_selector = label_selector
@@ -154,6 +157,8 @@ class Informer:
         )
         self.lists += 1
         items = [o for o in result.get("items") or () if _valid(o)]
+        if self.transform is not None:
+            items = [self.transform(o) for o in items]
         previous = self.store.snapshot()
         gone = self.store.replace(items)
         self.resource_version = _rv(result)
@@ -196,6 +201,8 @@ class Informer:
             return
         if rv:
             self.resource_version = rv
+        if self.transform is not None:
+            obj = self.transform(obj)
         if kind == "DELETED":
             self.store.delete(ObjectKey.of(obj))
             self._dispatch_delete(obj)

@@ -143,3 +143,14 @@ def test_store_shares_one_key_instance_across_replacements() -> None:
     assert len(store) == 0
     store.upsert(_pclq(4, rv="3"))
     assert [o["spec"]["replicas"] for o in store.by_index("ns", "ns")] == [4]
+
+
+def test_owner_ignores_the_creation_of_its_children_but_not_their_changes() -> None:
+    """The PCS created its children itself: their ADDED events do not re-run it; spec changes and deletes do."""
+    from grove_operator.wiring import CHILD_CHANGED
+
+    old = _pclq(2)
+    assert not CHILD_CHANGED.create(old)
+    assert CHILD_CHANGED.update(old, {**old, "metadata": {**old["metadata"], "generation": 2}})
+    assert not CHILD_CHANGED.update(old, {**old, "status": {"replicas": 2}})
+    assert CHILD_CHANGED.delete(old)

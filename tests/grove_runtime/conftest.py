@@ -66,6 +66,7 @@ class MiniApi:
         self.expire_next = 0
         self.faults: list[Fault] = []
         self.requests: list[tuple[str, str, str]] = []  # (method, path, content type)
+        self.headers: list[dict[str, str]] = []  # the headers of each request, in order
         self._watchers: list[tuple[str, str | None, asyncio.Queue[Obj | None]]] = []
         self.server: TestServer | None = None
 
@@ -151,6 +152,7 @@ class MiniApi:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Dispatch one request."""
         self.requests.append((request.method, request.path, request.headers.get("Content-Type", "")))
+        self.headers.append(dict(request.headers))
         for fault in self.faults:
             if fault.times > 0 and fault.method in ("*", request.method):
                 fault.times -= 1

@@ -178,3 +178,52 @@ async def test_retry_after_header_sets_the_wait(mini_api: MiniApi) -> None:
             await asyncio.gather(task, return_exceptions=True)
     finally:
         await client.close()
+
+
+async def test_bearer_token_and_default_headers_are_sent(mini_api: MiniApi) -> None:
+    """The kubeconfig's bearer token (with its prefix) and the client's default headers go with every request."""
+    from .conftest import kube_client_for
+
+    assert mini_api.server is not None
+    client = kube_client_for(str(mini_api.server.make_url("")).rstrip("/"))
+    cfg: Any = client.api_client.configuration
+    cfg.api_key = {"BearerToken": "s3cret"}
+    cfg.api_key_prefix = {"BearerToken": "Bearer"}
+    client.api_client.default_headers["X-Probe"] = "1"
+    try:
+        await client.create(PODS, pod("a"))
+        await client.patch(PODS, "a", {"metadata": {"labels": {"k": "v"}}}, "default")
+    finally:
+        await client.close()
+    assert [h.get("authorization") or h.get("Authorization") for h in mini_api.headers] == ["Bearer s3cret"] * 2
+    assert all(h.get("X-Probe") == "1" for h in mini_api.headers)
+
+
+async def test_requests_ignore_proxy_environment_changes(mini_api: MiniApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy is decided once, when the client is built: a proxy set in the environment later is not consulted
+    per request (that lookup used to cost a thread hop per request)."""
+    from .conftest import kube_client_for
+
+    assert mini_api.server is not None
+    for name in ("HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    client = kube_client_for(str(mini_api.server.make_url("")).rstrip("/"))
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # nothing listens there
+    try:
+        created = await client.create(PODS, pod("a"))
+    finally:
+        await client.close()
+    assert created["metadata"]["name"] == "a"
+
+
+def test_environment_proxy_honours_no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment's proxy applies to the API server's host unless NO_PROXY exempts it."""
+    from grove_runtime._transport import environment_proxy
+
+    for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert environment_proxy("https://10.0.0.1:443") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    assert environment_proxy("https://10.0.0.1:443") == "http://proxy:3128"
+    monkeypatch.setenv("NO_PROXY", "10.0.0.1,localhost")
+    assert environment_proxy("https://10.0.0.1:443") is None

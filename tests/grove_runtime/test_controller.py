@@ -149,3 +149,69 @@ async def test_reconciles_keys_from_watch_events(mini_api: MiniApi, mini_client:
         mini_api.put("api/v1/pods", {"metadata": {"name": "c2", "namespace": "ns", "ownerReferences": [owner]}})
         await eventually(lambda: len(reconciler.calls) == 3)
     assert set(reconciler.calls) == {ObjectKey("ns", "p")}
+
+
+class _Slow:
+    """A reconciler that takes `cost` seconds of (fake) time per call."""
+
+    def __init__(self, clock: FakeClock, cost: float) -> None:
+        self.clock = clock
+        self.cost = cost
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        self.clock.advance(self.cost)
+        return Result()
+
+
+class _Handlers:
+    def __init__(self) -> None:
+        self.handlers: list[Any] = []
+
+    def add_handler(self, handler: Any) -> None:
+        self.handlers.append(handler)
+
+
+async def _settle() -> None:
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+async def _ready_after(ctrl: Controller, clock: FakeClock, seconds: float) -> None:
+    """Assert the parked key becomes ready after `seconds` of fake time, not before."""
+    await _settle()
+    clock.advance(seconds - 0.1)
+    await _settle()
+    assert len(ctrl.queue) == 0
+    clock.advance(0.2)
+    await _settle()
+    assert len(ctrl.queue) == 1
+
+
+async def test_batch_scale_stretches_the_batch_to_the_last_reconcile_duration() -> None:
+    """With batch_scale, an event waits max(batch_period, scale x the key's last reconcile duration)."""
+    clock = FakeClock()
+    ctrl = Controller("paced", _Slow(clock, 2.0), clock=clock)
+    informer = _Handlers()
+    ctrl.watch(informer, batch_period=0.5, batch_scale=1.5)  # type: ignore[arg-type]
+    pod = {"metadata": {"namespace": "ns", "name": "a"}}
+    informer.handlers[0].on_add(pod)
+    await _ready_after(ctrl, clock, 0.5)  # no reconcile has finished yet: the plain period
+    key = await ctrl.queue.get()
+    await ctrl.process(key)
+    ctrl.queue.done(key)
+    assert ctrl.last_duration(K) == 2.0
+    informer.handlers[0].on_update(pod, pod)
+    await _ready_after(ctrl, clock, 3.0)
+    await ctrl.queue.shut_down()
+
+
+async def test_batch_period_alone_ignores_reconcile_durations() -> None:
+    """Without batch_scale, a slow reconcile does not stretch the batch period."""
+    clock = FakeClock()
+    ctrl = Controller("batched", _Slow(clock, 2.0), clock=clock)
+    informer = _Handlers()
+    ctrl.watch(informer, batch_period=0.5)  # type: ignore[arg-type]
+    await ctrl.process(K)
+    informer.handlers[0].on_add({"metadata": {"namespace": "ns", "name": "a"}})
+    await _ready_after(ctrl, clock, 0.5)
+    await ctrl.queue.shut_down()

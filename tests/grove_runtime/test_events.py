@@ -86,3 +86,29 @@ async def test_a_name_taken_by_another_recorder_is_retried(mini_api: MiniApi, mi
     await twin.normal(PCS, "Scheduled", "first")
     await recorder.normal(PCS, "Synced", "second")
     assert sorted(str(e["message"]) for e in events(mini_api)) == ["first", "second"]
+
+
+async def test_spam_filter_drops_events_beyond_the_burst_per_object(mini_api: MiniApi, mini_client: KubeClient) -> None:
+    """Like client-go: 25 Events about one object, then one per five minutes; other objects are not affected."""
+    clock = FakeClock()
+    recorder = EventRecorder(mini_client, "grove-operator", clock=clock)
+    for i in range(30):
+        await recorder.normal(PCS, "PodCliqueCreated", f"Created PodClique demo-{i}")
+    assert len(events(mini_api)) == 25
+    other = {**PCS, "metadata": {**PCS["metadata"], "name": "other", "uid": "u-2"}}  # type: ignore[dict-item]
+    await recorder.normal(other, "PodCliqueCreated", "Created PodClique other-0")
+    assert len(events(mini_api)) == 26
+    clock.advance(300)
+    await recorder.normal(PCS, "PodCliqueCreated", "Created PodClique demo-30")
+    await recorder.normal(PCS, "PodCliqueCreated", "Created PodClique demo-31")
+    messages = {str(e["message"]) for e in events(mini_api)}
+    assert "Created PodClique demo-30" in messages
+    assert "Created PodClique demo-31" not in messages
+
+
+async def test_spam_filter_can_be_turned_off(mini_api: MiniApi, mini_client: KubeClient) -> None:
+    """With spam_burst=None every Event is written."""
+    recorder = EventRecorder(mini_client, "grove-operator", clock=FakeClock(), spam_burst=None)
+    for i in range(30):
+        await recorder.normal(PCS, "PodCliqueCreated", f"Created PodClique demo-{i}")
+    assert len(events(mini_api)) == 30

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from grove_runtime.cache import Cache
 from grove_runtime.client import KubeClient
 from grove_runtime.informer import Informer, running
 from grove_runtime.keys import ObjectKey
@@ -171,3 +174,46 @@ def running_with_clock(informer: Informer, clock: Any) -> Any:
             await asyncio.gather(task, return_exceptions=True)
 
     return ctx()
+
+
+async def test_transform_shapes_listed_and_watched_objects(mini_api: MiniApi, mini_client: KubeClient) -> None:
+    """The transform runs on every object before it is stored or handed to handlers, listed or watched."""
+
+    def drop_spec(obj: dict[str, Any]) -> dict[str, Any]:
+        obj.pop("spec", None)
+        obj.setdefault("metadata", {})["annotations"] = {"shaped": "yes"}
+        return obj
+
+    mini_api.put(COLL, pod("a", node="n1"))
+    informer = Informer(mini_client, PODS, transform=drop_spec)
+    seen: list[dict[str, Any]] = []
+    informer.add_handler(type("H", (), {
+        "on_add": lambda self, o: seen.append(o),
+        "on_update": lambda self, old, new: seen.append(new),
+        "on_delete": lambda self, o: seen.append(o),
+    })())  # fmt: skip
+    async with running(informer):
+        mini_api.put(COLL, pod("b", node="n2"))
+        await eventually(lambda: len(seen) == 2)
+    stored = [informer.store.get(ObjectKey("default", n)) for n in ("a", "b")]
+    for obj in [*stored, *seen]:
+        assert obj is not None
+        assert "spec" not in obj
+        assert obj["metadata"]["annotations"] == {"shaped": "yes"}
+
+
+def test_cache_refuses_a_second_transform_for_one_informer(mini_client: KubeClient) -> None:
+    """Objects already stored were shaped by the first transform, so asking for another one is an error."""
+    cache = Cache(mini_client)
+
+    def first(o: dict[str, Any]) -> dict[str, Any]:
+        return o
+
+    def second(o: dict[str, Any]) -> dict[str, Any]:
+        return o
+
+    inf = cache.informer(PODS, transform=first)
+    assert cache.informer(PODS) is inf
+    assert cache.informer(PODS, transform=first) is inf
+    with pytest.raises(ValueError, match="another transform"):
+        cache.informer(PODS, transform=second)

@@ -106,33 +106,32 @@ def expected_podgangs(
     pcs_name = pcs.metadata.name or ""
     template = pcs.spec.template
     gang_constraint = translator.pcs_constraint()
+    # What each clique and group contributes is the same for every replica: work it out once, not per replica.
+    standalone = [
+        (c, c.spec.effective_min_available(), translator.clique_constraint(c)) for c in standalone_cliques(template)
+    ]
+    groups = []
+    for group in scaling_group_configs(template):
+        members = [c for name in group.clique_names if (c := template.clique(name)) is not None]
+        member_plans = [(c, c.spec.effective_min_available(), translator.clique_constraint(c, group)) for c in members]
+        groups.append((group, translator.group_constraint(group), group.effective_min_available(), member_plans))
     plans: list[GangPlan] = []
     for i in range(pcs.spec.replicas or 0):
         base_groups = [
-            PodGroupPlan(
-                CliqueInstance(pcs_name, i, c).name,
-                c.spec.effective_min_available(),
-                translator.clique_constraint(c),
-            )
-            for c in standalone_cliques(template)
+            PodGroupPlan(CliqueInstance(pcs_name, i, c).name, min_available, constraint)
+            for c, min_available, constraint in standalone
         ]
         group_configs: list[dict[str, Any]] = []
         scaled: list[GangPlan] = []
-        for group in scaling_group_configs(template):
+        for group, group_constraint, group_min, member_plans in groups:
             fqn = gnames.pcsg_name(pcs_name, i, group.name)
             replicas = live_pcsg_replicas.get(fqn, group.effective_replicas())
-            group_constraint = translator.group_constraint(group)
-            members = [c for name in group.clique_names if (c := template.clique(name)) is not None]
             for j in range(replicas):
                 pod_groups = [
-                    PodGroupPlan(
-                        CliqueInstance(pcs_name, i, c, group, j).name,
-                        c.spec.effective_min_available(),
-                        translator.clique_constraint(c, group),
-                    )
-                    for c in members
+                    PodGroupPlan(CliqueInstance(pcs_name, i, c, group, j).name, min_available, constraint)
+                    for c, min_available, constraint in member_plans
                 ]
-                if j < group.effective_min_available():
+                if j < group_min:
                     base_groups.extend(pod_groups)
                     if group_constraint is not None:
                         group_configs.append(
@@ -145,7 +144,7 @@ def expected_podgangs(
                     continue
                 scaled.append(
                     GangPlan(
-                        name=gnames.scaled_podgang_name(pcs_name, i, fqn, j, group.effective_min_available()),
+                        name=gnames.scaled_podgang_name(pcs_name, i, fqn, j, group_min),
                         pcs_replica=i,
                         is_base=False,
                         pod_groups=tuple(pod_groups),

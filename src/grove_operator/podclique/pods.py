@@ -6,7 +6,8 @@ the informer has observed them (`PodExpectationsObserver` lowers the counts as p
 does not depend on the count and runs on every reconcile.
 
 New pods take the lowest free indices and are created in "slow start" batches (1, 2, 4, ...), so a failing
-admission stops after one request instead of a thousand. Scale-in picks victims in upstream's order.
+admission stops after one request instead of a thousand; gates are lifted in slow-start batches too, starting
+wider. Scale-in picks victims in upstream's order.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from grove_api import PodClique, PodCliqueSet, PodGang
@@ -32,6 +34,7 @@ from grove_operator.components import (
 from grove_operator.desired import gates, scalein
 from grove_operator.desired._layout import is_terminating
 from grove_operator.desired.pod import build_pod
+from grove_operator.slowstart import run_slow_start
 from grove_runtime import errors
 from grove_runtime.client import PatchType
 from grove_runtime.expectations import Expectations
@@ -43,6 +46,7 @@ __all__ = ["PCS", "PclqContext", "PodExpectationsObserver", "Pods", "owned_pods"
 Obj = dict[str, Any]
 PclqContext = SyncContext[PodClique]
 PCS = "pcs"
+UNGATE_INITIAL_BATCH = 8
 
 
 def _pclq_key(pod: Mapping[str, Any]) -> ObjectKey | None:
@@ -113,23 +117,13 @@ class Pods:
         pcs: PodCliqueSet = ctx.extra[PCS]
         indices = scalein.lowest_free_indices(active, count)
         ctx.expectations.expect_creations(ctx.key, count)
-        created: list[str] = []
-        batch = 1
-        pending = list(indices)
-        while pending:
-            chunk, pending = pending[:batch], pending[batch:]
-            results = await asyncio.gather(*(self._create_one(ctx, pcs, i) for i in chunk), return_exceptions=True)
-            failures = [r for r in results if isinstance(r, BaseException)]
-            created.extend(r for r in results if isinstance(r, str))
-            if failures:
-                ctx.expectations.lower(ctx.key, creations=len(failures) + len(pending))
-                if created:
-                    await ctx.recorder.normal(ctx.raw, "PodCreated", f"Created {len(created)} pod(s)")
-                first = failures[0]
-                if isinstance(first, asyncio.CancelledError):
-                    raise first
-                raise ComponentError(error_code(self.name), "create", repr(first))
-            batch *= 2
+        outcome = await run_slow_start([partial(self._create_one, ctx, pcs, i) for i in indices])
+        created = outcome.succeeded
+        if outcome.failed:
+            ctx.expectations.lower(ctx.key, creations=len(outcome.failed) + outcome.skipped)
+            if created:
+                await ctx.recorder.normal(ctx.raw, "PodCreated", f"Created {len(created)} pod(s)")
+            raise ComponentError(error_code(self.name), "create", repr(outcome.failed[0]))
         await ctx.recorder.normal(ctx.raw, "PodCreated", f"Created {len(created)} pod(s): {', '.join(created[:5])}")
 
     async def _create_one(self, ctx: PclqContext, pcs: PodCliqueSet, index: int) -> str:
@@ -170,16 +164,23 @@ class Pods:
                     base_pclqs[group.name] = parsed.parse(PodClique, raw)
         decision = gates.pods_to_ungate(ctx.owner, active, gang, base, base_pclqs)
         by_name = {p["metadata"]["name"]: p for p in active}
-        for name in decision.ungate:
-            try:
-                await ctx.client.patch(
-                    PODS, name, gates.remove_gate_patch(by_name[name]), ctx.namespace, patch_type=PatchType.MERGE
-                )
-            except errors.NotFound:
-                continue
+        # Gate removals are small idempotent patches that are rarely refused, so they start wider than creations: the
+        # pods of a small PodClique are released together, get bound together and cost one status write, not two.
+        ungates = [partial(self._ungate_one, ctx, by_name[name]) for name in decision.ungate]
+        outcome = await run_slow_start(ungates, initial_batch=UNGATE_INITIAL_BATCH)
+        if outcome.failed:
+            raise outcome.failed[0]
         if decision.still_gated:
             return Result(requeue_after=ctx.config.retry_interval)
         return None
+
+    async def _ungate_one(self, ctx: PclqContext, pod: Obj) -> None:
+        """Remove the gate of one pod; a pod deleted meanwhile needs no ungating."""
+        name = str(pod["metadata"]["name"])
+        try:
+            await ctx.client.patch(PODS, name, gates.remove_gate_patch(pod), ctx.namespace, patch_type=PatchType.MERGE)
+        except errors.NotFound:
+            return
 
     def _gang(self, ctx: PclqContext, name: str | None) -> PodGang | None:
         if not name:

@@ -3,7 +3,8 @@
 Only PodCliques the operator manages are reconciled (label `managed-by=grove-operator` and exactly one owner of
 kind PodCliqueSet or PodCliqueScalingGroup, §1.3); any other PodClique gets one Warning Event and is left alone.
 A managed PodClique whose PodCliqueSet is missing gets a `lastErrors` entry and is retried slowly, never in a
-tight loop. Deletion clears the pod expectations and drops the finalizer; pods go through garbage collection.
+tight loop. The status is not written while the pods this reconcile created or deleted are still unobserved.
+Deletion clears the pod expectations and drops the finalizer; pods go through garbage collection.
 """
 
 from __future__ import annotations
@@ -129,7 +130,14 @@ class PodCliqueReconciler:
         return None
 
     async def _status(self, ctx: PclqContext, failure: ComponentError | None, pcs_hash: str | None) -> None:
-        """Pure status from the cached pods; `observedGeneration` is the generation just reconciled."""
+        """Pure status from the cached pods; `observedGeneration` is the generation just reconciled.
+
+        While pod creations or deletions of this reconcile are still unobserved the cached pods are known to be
+        stale, so the write waits for the reconcile their watch events trigger (a failure is written at once):
+        otherwise every new PodClique wrote a status with zero pods just before the one with its pods.
+        """
+        if failure is None and not ctx.expectations.satisfied(ctx.key):
+            return
         pclq = ctx.owner
         generation = pclq.metadata.generation
         if failure is None and generation is not None and pclq.status is not None:

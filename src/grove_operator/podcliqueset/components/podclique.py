@@ -16,7 +16,7 @@ from grove_api import labels as glabels
 from grove_api import names as gnames
 from grove_operator import parsed
 from grove_operator.components import PODCLIQUES, create_or_patch, delete_if_exists, in_sync
-from grove_operator.desired._layout import standalone_cliques
+from grove_operator.desired._layout import is_terminating, standalone_cliques
 from grove_operator.desired.podclique import build_standalone_podclique
 from grove_operator.podcliqueset.components._common import PcsContext, bounded, cached, children
 from grove_operator.syncmemo import SyncMemo
@@ -39,22 +39,25 @@ class StandalonePodCliques:
 
     def expected_names(self, ctx: PcsContext) -> list[str]:
         """`<pcs>-<i>-<clique>` for each replica and standalone clique."""
+        cliques = standalone_cliques(ctx.owner.spec.template)
         return [
             gnames.standalone_pclq_name(ctx.key.name, i, c.name)
             for i in range(ctx.owner.spec.replicas or 0)
-            for c in standalone_cliques(ctx.owner.spec.template)
+            for c in cliques
         ]
 
     async def sync(self, ctx: PcsContext) -> Result | None:
         """Converge the standalone PodCliques."""
         expected = set(self.expected_names(ctx))
-        stale = [n for n in self.existing_names(ctx) if n not in expected]
-        await bounded(partial(self._delete_one, ctx, n) for n in stale)
-        work = [
-            (i, c.name)
-            for i in range(ctx.owner.spec.replicas or 0)
-            for c in standalone_cliques(ctx.owner.spec.template)
+        # One delete per PodClique: those already terminating (their finalizer still held) are not deleted again.
+        stale = [
+            str(o["metadata"]["name"])
+            for o in children(ctx, PODCLIQUES, glabels.COMPONENT_PCS_PODCLIQUE)
+            if o["metadata"]["name"] not in expected and not is_terminating(o)
         ]
+        await bounded(partial(self._delete_one, ctx, n) for n in stale)
+        cliques = [c.name for c in standalone_cliques(ctx.owner.spec.template)]
+        work = [(i, clique) for i in range(ctx.owner.spec.replicas or 0) for clique in cliques]
         # A standalone PodClique is built from the PCS spec (fixed per uid and generation) and its own live object.
         fingerprint = (ctx.owner.metadata.uid, ctx.owner.metadata.generation)
         writes = []

@@ -1,0 +1,141 @@
+"""Requests the PodClique reconciler does not send: status writes from a cache known to be stale, and status
+writes that would change nothing."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from grove_operator.components import PODCLIQUES, PODCLIQUESETS, ComponentError
+from grove_operator.config import OperatorConfig
+from grove_operator.desired.podclique import build_standalone_podclique
+from grove_operator.podcliqueset.reconciler import parse_podcliqueset
+from grove_operator.wiring import MANAGED_SELECTOR, build
+from grove_runtime import errors
+from grove_runtime.clock import FakeClock
+from grove_runtime.keys import ObjectKey
+from grove_runtime.resources import PODS, ResourceType
+
+Obj = dict[str, Any]
+NS = "ns"
+
+PCS: Obj = {
+    "apiVersion": "grove.io/v1alpha1",
+    "kind": "PodCliqueSet",
+    "metadata": {"name": "s", "namespace": NS, "uid": "pcs-uid", "generation": 1, "resourceVersion": "1"},
+    "spec": {
+        "replicas": 1,
+        "template": {
+            "cliques": [
+                {
+                    "name": "w",
+                    "spec": {
+                        "roleName": "w",
+                        "replicas": 2,
+                        "minAvailable": 2,
+                        "podSpec": {"containers": [{"name": "c", "image": "busybox"}]},
+                    },
+                }
+            ]
+        },
+    },
+}
+
+
+class RecordingClient:
+    """Answers creates with the object sent and patches with an empty object; records every write."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, str, str, str | None, Any]] = []  # (verb, resource, name, subresource, body)
+
+    async def create(self, rt: ResourceType, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:
+        out = copy.deepcopy(dict(obj))
+        meta = out["metadata"]
+        if not meta.get("name"):
+            meta["name"] = f"{meta['generateName']}{len(self.writes)}"
+        self.writes.append(("create", rt.plural, str(out["metadata"].get("name")), None, out))
+        return out
+
+    async def patch(
+        self,
+        rt: ResourceType,
+        name: str,
+        body: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        namespace: str = "",
+        **kwargs: Any,
+    ) -> Obj:
+        self.writes.append(("patch", rt.plural, name, kwargs.get("subresource"), body))
+        return {}
+
+    def status_writes(self) -> list[Any]:
+        return [body for verb, res, _, sub, body in self.writes if (res, sub) == ("podcliques", "status")]
+
+
+async def test_status_waits_for_created_pods_and_skips_unchanged_status() -> None:
+    """The reconcile that creates pods writes no status (its cache has none of them yet); the next one, with the
+    pods observed, writes one; a reconcile that finds nothing changed writes none."""
+    client = RecordingClient()
+    app = build(OperatorConfig(leader_elect=False, metrics_port=None), client, clock=FakeClock())  # type: ignore[arg-type]
+    reconciler = app.controllers["podclique"].reconciler
+    pcs = parse_podcliqueset(PCS)
+    pclq = build_standalone_podclique(pcs, 0, "w")
+    pclq["metadata"].update(uid="pclq-uid", generation=1, resourceVersion="2")
+    app.cache.informer(PODCLIQUESETS).store.upsert(copy.deepcopy(PCS))
+    app.cache.informer(PODCLIQUES).store.upsert(pclq)
+    key = ObjectKey(NS, pclq["metadata"]["name"])
+
+    await reconciler.reconcile(key)
+    created = [body for verb, res, _, _, body in client.writes if (verb, res) == ("create", "pods")]
+    assert len(created) == 2
+    assert client.status_writes() == []
+
+    pods = app.cache.informer(PODS, label_selector=MANAGED_SELECTOR)
+    for pod in created:
+        pod["metadata"].update(uid=f"uid-{pod['metadata']['name']}", resourceVersion="3")
+        pods.store.upsert(pod)
+        app.expectations.creation_observed(key)
+    await reconciler.reconcile(key)
+    [written] = client.status_writes()
+    assert written["status"]["replicas"] == 2
+
+    pclq = {**pclq, "metadata": {**pclq["metadata"], "resourceVersion": "4"}, "status": written["status"]}
+    app.cache.informer(PODCLIQUES).store.upsert(pclq)
+    before = len(client.writes)
+    await reconciler.reconcile(key)
+    assert client.status_writes() == [written]
+    assert [w for w in client.writes[before:] if w[1] != "events"] == []
+
+
+class RefusingClient(RecordingClient):
+    """Refuses every pod creation, as an admission webhook or a quota would."""
+
+    async def create(self, rt: ResourceType, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:
+        if rt.plural == "pods":
+            self.writes.append(("create", rt.plural, "", None, obj))
+            raise errors.Forbidden("pods are forbidden: exceeded quota")
+        return await super().create(rt, obj, namespace)
+
+
+async def test_refused_pod_creation_costs_one_request_and_records_the_error() -> None:
+    """Slow start: with every creation refused, a 16-pod PodClique sends one create, not sixteen, gives the other
+    expectations back, and reports the failure in its status."""
+    client = RefusingClient()
+    app = build(OperatorConfig(leader_elect=False, metrics_port=None), client, clock=FakeClock())  # type: ignore[arg-type]
+    reconciler = app.controllers["podclique"].reconciler
+    pcs_raw = copy.deepcopy(PCS)
+    pcs_raw["spec"]["template"]["cliques"][0]["spec"].update(replicas=16, minAvailable=1)
+    pclq = build_standalone_podclique(parse_podcliqueset(pcs_raw), 0, "w")
+    pclq["metadata"].update(uid="pclq-uid", generation=1, resourceVersion="2")
+    app.cache.informer(PODCLIQUESETS).store.upsert(pcs_raw)
+    app.cache.informer(PODCLIQUES).store.upsert(pclq)
+    key = ObjectKey(NS, pclq["metadata"]["name"])
+    with pytest.raises(ComponentError):
+        await reconciler.reconcile(key)
+    assert [w for w in client.writes if w[:2] == ("create", "pods")] == [client.writes[0]]
+    assert app.expectations.satisfied(key)
+    [written] = client.status_writes()
+    assert written["status"]["lastErrors"][0]["code"] == "ERR_SYNC_POD"
+    assert "exceeded quota" in written["status"]["lastErrors"][0]["description"]
