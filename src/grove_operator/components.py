@@ -15,7 +15,7 @@ Errors::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
@@ -42,7 +42,9 @@ __all__ = [
     "PODGANGS",
     "Component",
     "ComponentError",
+    "Step",
     "SyncContext",
+    "controlled_children",
     "controller_owner",
     "create_or_patch",
     "delete_if_exists",
@@ -55,6 +57,7 @@ __all__ = [
     "merge_patch_for",
     "namespaced_label_index",
     "remove_finalizer",
+    "run_steps",
     "status_patch",
     "write_status",
 ]
@@ -123,6 +126,27 @@ class SyncContext(Generic[T]):
         return self.key.namespace
 
 
+Step = Callable[[SyncContext[T]], Awaitable[Result | None]]
+"""One spec step of a reconciler: `None` to go on, a `Result` to stop the later steps and requeue."""
+
+
+async def run_steps(ctx: SyncContext[T], steps: Sequence[Step[T]]) -> tuple[Result | None, ComponentError | None]:
+    """Run ``steps`` in order until one returns a `Result` or raises `ComponentError`.
+
+    Why one function: every reconciler must write its status after a failed step (so `lastErrors` shows it) and
+    tell the user with a Warning Event, so the failure is returned rather than raised.
+    """
+    try:
+        for step in steps:
+            result = await step(ctx)
+            if result is not None:
+                return result, None
+    except ComponentError as exc:
+        await ctx.recorder.warning(ctx.raw, "ReconcileError", f"{exc.code}: {exc.message}")
+        return None, exc
+    return None, None
+
+
 class Component(Protocol[T]):
     """One kind of child object an owner manages: what exists, make it right, remove it."""
 
@@ -172,6 +196,21 @@ def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if isinstance(ref, Mapping) and ref.get("controller"):
             return ref
     return None
+
+
+def controlled_children(ctx: SyncContext[Any], resource: ResourceType, index: str) -> list[Obj]:
+    """Cached ``resource`` objects that ``index`` files under this owner and that this owner controls (by uid).
+
+    Why both: the label index finds candidates cheaply, the controller uid rules out a same-named owner's
+    leftovers (deleted and recreated) and objects someone else labelled alike.
+    """
+    uid = (ctx.raw.get("metadata") or {}).get("uid")
+    out: list[Obj] = []
+    for obj in ctx.cache.by_index(resource, index, f"{ctx.namespace}/{ctx.key.name}"):
+        owner = controller_owner(obj)
+        if owner is not None and owner.get("uid") == uid:
+            out.append(obj)
+    return out
 
 
 def _check_owned(existing: Mapping[str, Any], desired: Mapping[str, Any], component: str) -> None:

@@ -27,7 +27,7 @@ from grove_operator.components import (
     PODGANGS,
     ComponentError,
     SyncContext,
-    controller_owner,
+    controlled_children,
     delete_if_exists,
     error_code,
 )
@@ -82,13 +82,7 @@ class PodExpectationsObserver:
 
 def owned_pods(ctx: PclqContext) -> list[Obj]:
     """Cached pods labelled with this PodClique and controlled by it."""
-    uid = ctx.owner.metadata.uid
-    out: list[Obj] = []
-    for pod in ctx.cache.by_index(PODS, INDEX_PODCLIQUE, f"{ctx.namespace}/{ctx.key.name}"):
-        owner = controller_owner(pod)
-        if owner is not None and owner.get("uid") == uid:
-            out.append(pod)
-    return out
+    return controlled_children(ctx, PODS, INDEX_PODCLIQUE)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ Deletion clears the pod expectations and drops the finalizer; pods go through ga
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pydantic
@@ -21,11 +20,13 @@ from grove_operator.components import (
     PODCLIQUES,
     PODCLIQUESETS,
     ComponentError,
+    Step,
     SyncContext,
     ensure_finalizer,
     last_errors,
     managed,
     remove_finalizer,
+    run_steps,
     write_status,
 )
 from grove_operator.config import OperatorConfig
@@ -41,7 +42,6 @@ from grove_runtime.keys import ObjectKey, Result, TerminalError
 
 __all__ = ["OWNER_KINDS", "PodCliqueReconciler", "is_managed_podclique"]
 
-Step = Callable[[PclqContext], Awaitable[Result | None]]
 OWNER_KINDS = (PodCliqueSet.KIND, PodCliqueScalingGroup.KIND)
 ERR_MISSING_PARENT = "ERR_MISSING_PARENT"
 
@@ -72,7 +72,7 @@ class PodCliqueReconciler:
         self.expectations = expectations
         self.clock = clock or LoopClock()
         self.pods = Pods()
-        self.spec_steps: tuple[Step, ...] = (self._ensure_finalizer, self.pods.sync)
+        self.spec_steps: tuple[Step[PodClique], ...] = (self._ensure_finalizer, self.pods.sync)
 
     async def reconcile(self, key: ObjectKey) -> Result:
         """Get → delete flow → spec steps → status."""
@@ -112,14 +112,7 @@ class PodCliqueReconciler:
         else:
             ctx.extra[PCS] = parse_podcliqueset(pcs_raw)
             pcs_hash = (pcs_raw.get("status") or {}).get("currentGenerationHash")
-            try:
-                for step in self.spec_steps:
-                    result = await step(ctx)
-                    if result is not None:
-                        break
-            except ComponentError as exc:
-                failure = exc
-                await self.recorder.warning(raw, "ReconcileError", f"{exc.code}: {exc.message}")
+            result, failure = await run_steps(ctx, self.spec_steps)
         await self._status(ctx, failure, pcs_hash)
         if failure is not None and pcs_raw is not None:
             raise failure

@@ -11,7 +11,6 @@ Children are removed by garbage collection: deletion only drops the finalizer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pydantic
@@ -25,11 +24,13 @@ from grove_operator.components import (
     PODCLIQUESCALINGGROUPS,
     PODCLIQUESETS,
     ComponentError,
+    Step,
     SyncContext,
     ensure_finalizer,
     error_code,
     last_errors,
     remove_finalizer,
+    run_steps,
     write_status,
 )
 from grove_operator.config import OperatorConfig
@@ -46,7 +47,6 @@ from grove_runtime.keys import ObjectKey, Result, TerminalError
 
 __all__ = ["PodCliqueSetReconciler", "parse_podcliqueset"]
 
-Step = Callable[[PcsContext], Awaitable[Result | None]]
 _REQUEUE = "requeue"
 
 
@@ -99,7 +99,7 @@ class PodCliqueSetReconciler:
         self.config = config
         self.clock = clock or LoopClock()
         self.expectations = expectations or Expectations(timeout=config.expectations_timeout, clock=self.clock)
-        self.spec_steps: tuple[Step, ...] = (self._ensure_finalizer, self._sync_components)
+        self.spec_steps: tuple[Step[PodCliqueSet], ...] = (self._ensure_finalizer, self._sync_components)
 
     async def reconcile(self, key: ObjectKey) -> Result:
         """Get → delete flow → spec steps → status."""
@@ -118,16 +118,7 @@ class PodCliqueSetReconciler:
             self.client, self.cache, self.recorder, self.expectations, self.config, key, raw, pcs, self.clock.now()
         )
         ctx.extra[TOPOLOGIES] = self._topologies()
-        failure: ComponentError | None = None
-        result: Result | None = None
-        try:
-            for step in self.spec_steps:
-                result = await step(ctx)
-                if result is not None:
-                    break
-        except ComponentError as exc:
-            failure = exc
-            await self.recorder.warning(raw, "ReconcileError", f"{exc.code}: {exc.message}")
+        result, failure = await run_steps(ctx, self.spec_steps)
         await self._status(ctx, failure, completed=failure is None and result is None)
         if failure is not None:
             raise failure

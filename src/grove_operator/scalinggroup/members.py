@@ -17,7 +17,7 @@ from grove_operator.components import (
     INDEX_PCSG,
     PODCLIQUES,
     SyncContext,
-    controller_owner,
+    controlled_children,
     create_or_patch,
     delete_if_exists,
 )
@@ -35,13 +35,7 @@ Obj = dict[str, Any]
 
 def member_podcliques(ctx: PcsgContext) -> list[Obj]:
     """Cached PodCliques labelled with this PCSG and controlled by it."""
-    uid = ctx.owner.metadata.uid
-    out: list[Obj] = []
-    for obj in ctx.cache.by_index(PODCLIQUES, INDEX_PCSG, f"{ctx.namespace}/{ctx.key.name}"):
-        owner = controller_owner(obj)
-        if owner is not None and owner.get("uid") == uid:
-            out.append(obj)
-    return out
+    return controlled_children(ctx, PODCLIQUES, INDEX_PCSG)
 
 
 @dataclass(frozen=True)

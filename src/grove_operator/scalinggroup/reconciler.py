@@ -6,8 +6,6 @@ entry and a Warning Event and is retried slowly. Deletion drops the finalizer; m
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 import pydantic
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
@@ -17,11 +15,13 @@ from grove_operator.components import (
     PODCLIQUESCALINGGROUPS,
     PODCLIQUESETS,
     ComponentError,
+    Step,
     SyncContext,
     controller_owner,
     ensure_finalizer,
     last_errors,
     remove_finalizer,
+    run_steps,
     write_status,
 )
 from grove_operator.config import OperatorConfig
@@ -37,7 +37,6 @@ from grove_runtime.keys import ObjectKey, Result, TerminalError
 
 __all__ = ["ScalingGroupReconciler"]
 
-Step = Callable[[PcsgContext], Awaitable[Result | None]]
 ERR_MISSING_PARENT = "ERR_MISSING_PARENT"
 
 
@@ -61,7 +60,7 @@ class ScalingGroupReconciler:
         self.clock = clock or LoopClock()
         self.expectations = expectations or Expectations(timeout=config.expectations_timeout, clock=self.clock)
         self.members = MemberPodCliques()
-        self.spec_steps: tuple[Step, ...] = (self._ensure_finalizer, self.members.sync)
+        self.spec_steps: tuple[Step[PodCliqueScalingGroup], ...] = (self._ensure_finalizer, self.members.sync)
 
     async def reconcile(self, key: ObjectKey) -> Result:
         """Get → delete flow → spec steps → status."""
@@ -84,23 +83,14 @@ class ScalingGroupReconciler:
             self.client, self.cache, self.recorder, self.expectations, self.config, key, raw, pcsg, self.clock.now()
         )
         pcs_raw = self.cache.get(PODCLIQUESETS, ObjectKey(key.namespace, str(owner.get("name") or "")))
-        failure: ComponentError | None = None
-        result: Result | None = None
         if pcs_raw is None:
-            failure = ComponentError(ERR_MISSING_PARENT, "get", f"PodCliqueSet {owner.get('name')!r} not found")
-            await self.recorder.warning(raw, "ParentNotFound", failure.message)
-            await self._write(ctx, None, failure)
+            missing = ComponentError(ERR_MISSING_PARENT, "get", f"PodCliqueSet {owner.get('name')!r} not found")
+            await self.recorder.warning(raw, "ParentNotFound", missing.message)
+            await self._write(ctx, None, missing)
             return Result(requeue_after=self.config.retry_interval * 6)
         pcs = parse_podcliqueset(pcs_raw)
         ctx.extra[PCS] = pcs
-        try:
-            for step in self.spec_steps:
-                result = await step(ctx)
-                if result is not None:
-                    break
-        except ComponentError as exc:
-            failure = exc
-            await self.recorder.warning(raw, "ReconcileError", f"{exc.code}: {exc.message}")
+        result, failure = await run_steps(ctx, self.spec_steps)
         await self._write(ctx, pcs, failure)
         if failure is not None:
             raise failure
