@@ -23,7 +23,8 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    listing = "; ".join(f"{s.name}: {s.description}" for s in SUITES.values())
+    # argparse %-formats help text, and descriptions say "130%".
+    listing = "; ".join(f"{s.name}: {s.description}" for s in SUITES.values()).replace("%", "%%")
     parser.add_argument(
         "suite",
         choices=[*SUITES, "e2e"],

@@ -25,7 +25,7 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results"
 
 
 def _parser() -> argparse.ArgumentParser:
-    listing = "; ".join(f"{name}: {s.description}" for name, s in SCENARIOS.items())
+    listing = "; ".join(f"{name}: {s.description}" for name, s in SCENARIOS.items()).replace("%", "%%")  # for argparse
     parser = argparse.ArgumentParser(prog="python -m benchmarks e2e", description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "targets",
