@@ -216,8 +216,9 @@ class ObjectiveBreakdown:
     """Raw values of the lexicographic tiers (lower is better for every field) and their weighted sum.
 
     Tier order: missing extra pods, preferred violations, empty racks, empty nodes, required-domain free GPUs
-    (free GPUs, before placement, of the domain each required scope chose: domain-level best fit), stranded GPUs,
-    missed preference weight. The last field is declared last only to keep positional construction compatible.
+    (free GPUs, before placement, of the domain each required scope chose: domain-level best fit), fragmented GPUs
+    (left on touched nodes without the CPU or memory a typical GPU pod needs), stranded GPUs, missed preference
+    weight. The last two fields are declared last only to keep positional construction compatible.
     """
 
     missing_extra_pods: int
@@ -228,6 +229,7 @@ class ObjectiveBreakdown:
     missed_preference_weight: int
     weighted: int
     required_domain_free_gpus: int = 0
+    fragmented_gpus: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from grove_sched.model import PlacementOptions
+from grove_sched.model import CPU, MEMORY, PlacementOptions
 from grove_sched.placement._objective import Weights, domain_room, node_gpus
 from grove_sched.placement._problem import Problem
 from grove_sched.placement._snapshot import CodeArray, IntArray
@@ -200,9 +200,12 @@ def _racks(b: _Builder) -> None:
 
 
 def _unit_costs(b: _Builder) -> None:
-    """Per-variable costs: extra pods (tier 1), empty nodes (4), stranded GPUs (6), missed preferences (7)."""
+    """Per-variable costs: extra pods (tier 1), fragmented GPUs (5), empty nodes (6), stranded GPUs (7), missed
+    preferences (8). A class pattern's fragmentation is a constant of the pattern; the per-node model prices it
+    with one usable-GPU variable per node (`_node_fragmentation`)."""
     problem, w = b.problem, b.w
     w_missing, w_empty, w_stranded, w_missed = w.of("missing"), w.of("empty"), w.of("stranded"), w.of("missed")
+    w_fragmented = w.of("fragmented") if problem.profile is not None else 0
     gpus = node_gpus(problem)
     gpu_req = problem.req[:, problem.gpu] if problem.gpu is not None else np.zeros(problem.num_groups, np.int64)
     for u, unit in enumerate(b.units.units):
@@ -211,15 +214,20 @@ def _unit_costs(b: _Builder) -> None:
         pref = problem.pref_cost[:, rep]
         touch_cost = w_empty * empty + w_stranded * int(gpus[rep])
         if b.units.kind == "class":
-            for var, vec in zip(b.vars[u], unit.vectors, strict=True):
-                q = np.asarray(vec, dtype=np.int64)
+            patterns = np.asarray(unit.vectors, dtype=np.int64)
+            fragmented = np.zeros(len(unit.vectors), dtype=np.int64)
+            if w_fragmented:
+                fragmented = problem.unusable(problem.snapshot.free[rep] - patterns @ problem.req)
+            for var, q, frag in zip(b.vars[u], patterns, fragmented.tolist(), strict=True):
                 per_var = -w_stranded * int(q @ gpu_req) + w_missed * int(q @ pref) - w_missing * int(q.sum())
-                b.cost(var, touch_cost + per_var)
+                b.cost(var, touch_cost + w_fragmented * frag + per_var)
             continue
         touched = b.model.new_bool_var("")
         b.link(u, None, touched)
         b.cost(touched, touch_cost)
         _node_capacity(b, u, touched)
+        if w_fragmented:
+            _node_fragmentation(b, u, touched, w_fragmented)
         for var, vec in zip(b.vars[u], unit.vectors, strict=True):
             g = vec.index(1)
             b.cost(var, -w_stranded * int(gpu_req[g]) + w_missed * int(pref[g]) - w_missing)
@@ -237,3 +245,33 @@ def _node_capacity(b: _Builder, u: int, touched: cp_model.IntVar) -> None:
     worst = (req * uppers[:, None]).sum(axis=0)
     for r in np.flatnonzero(worst > free):
         b.model.add(cp_model.LinearExpr.weighted_sum(b.vars[u], [int(x) for x in req[:, r]]) <= int(free[r]) * touched)
+
+
+def _node_fragmentation(b: _Builder, u: int, touched: cp_model.IntVar, weight: int) -> None:
+    """Per-node model, tier 5: fragmented = GPUs left on a touched node minus `usable`, where `usable` may not
+    exceed the GPUs left nor what the CPU and memory left can serve at the profile's per-GPU needs. Minimising
+    the cost drives `usable` to that minimum, so the tier is exact."""
+    problem = b.problem
+    profile = problem.profile
+    if problem.gpu is None or profile is None:
+        return
+    node = b.units.units[u].rep
+    free = np.maximum(problem.snapshot.free[node], 0)
+    free_gpu = int(free[problem.gpu])
+    if free_gpu <= 0:
+        return
+    groups = [vec.index(1) for vec in b.units.units[u].vectors]
+    usable = b.model.new_int_var(0, free_gpu, "")
+    b.model.add(usable <= free_gpu * touched)
+    snap = problem.snapshot
+    limits = [(problem.gpu, 1), (snap.resource_index(CPU), profile.cpu_per_gpu)]
+    limits.append((snap.resource_index(MEMORY), profile.memory_per_gpu))
+    for column, per_gpu in limits:
+        if column is None or per_gpu <= 0:
+            continue
+        used = cp_model.LinearExpr.weighted_sum(b.vars[u], [int(problem.req[g, column]) for g in groups])
+        b.model.add(per_gpu * usable + used <= int(free[column]))
+    b.cost(touched, weight * free_gpu)
+    for var, g in zip(b.vars[u], groups, strict=True):
+        b.cost(var, -weight * int(problem.req[g, problem.gpu]))
+    b.cost(usable, -weight)

@@ -126,7 +126,8 @@ def _size(problem: Problem, g: int) -> int:
 
 
 def _best_nodes(problem: Problem, loc: _Local, g: int, want: int, batch: bool) -> list[tuple[int, int]]:
-    """Best-fit node(s) for the next pods of g: stay in preferred domains, keep empty racks/nodes, leave few GPUs.
+    """Best-fit node(s) for the next pods of g: stay in preferred domains, keep empty racks, leave no GPUs without
+    the CPU and memory to use them, keep empty nodes, leave few GPUs.
 
     With `batch`, keeps taking nodes in rank order until `want` pods fit, stopping after a node that opens an
     empty rack (that changes the rank of its rack mates)."""
@@ -148,6 +149,8 @@ def _best_nodes(problem: Problem, loc: _Local, g: int, want: int, batch: bool) -
         take = np.minimum(fit, want)
         keys.append(loc.free[idx, problem.gpu] - take * req[problem.gpu])
     keys.append((~loc.touched[idx] & loc.empty[idx]).astype(np.int64))
+    if problem.profile is not None:
+        keys.append(problem.unusable(loc.free[idx] - np.minimum(fit, want)[:, None] * req[None, :]))
     opens = np.zeros(idx.size, dtype=np.int64)
     if loc.racks is not None:
         racks = loc.racks[idx]

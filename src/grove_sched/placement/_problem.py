@@ -13,8 +13,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grove_sched.model import GPU, GangRequest, LabelSelector, PlacementOptions, PodGroup, TopologyConstraint
+from grove_sched.model import (
+    CPU,
+    GPU,
+    MEMORY,
+    GangRequest,
+    LabelSelector,
+    PlacementOptions,
+    PodGroup,
+    TopologyConstraint,
+)
 from grove_sched.placement._filters import filter_group, insufficient, max_pods
+from grove_sched.placement._fragment import Profile, unusable_gpus
 from grove_sched.placement._selectors import selector_matches
 from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray, Snapshot
 
@@ -67,11 +77,20 @@ class Problem:
     empty_racks: BoolArray
     rejected: tuple[Counter[str], ...]
     internal_min: IntArray
+    profile: Profile | None = None
 
     @property
     def num_groups(self) -> int:
         """Number of internal (homogeneous) groups."""
         return len(self.names)
+
+    def unusable(self, free: IntArray) -> IntArray:
+        """Free GPUs per row of free vectors that the snapshot's typical GPU pod could not use (tier
+        "fragmented"); zeros without a GPU resource or bound GPU pods."""
+        if self.gpu is None:
+            return np.zeros(free.shape[:-1], dtype=np.int64)
+        snap = self.snapshot
+        return unusable_gpus(free, self.gpu, snap.resource_index(CPU), snap.resource_index(MEMORY), self.profile)
 
     def parent_of(self, name: str) -> tuple[int, ...]:
         """Internal groups of a PodGroup name."""
@@ -179,6 +198,7 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
         empty_racks=empty_racks,
         rejected=tuple(rejected),
         internal_min=_internal_min(gang, parent_t, replicas),
+        profile=snapshot.gpu_pod_profile if gpu is not None else None,
     )
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from grove_sched.model import BASE_RESOURCES, PODS, BoundPod, NodeInfo, PodAffinityTerm, Taint
+from grove_sched.placement._fragment import Profile, profile, shape_counts
 
 IntArray = npt.NDArray[np.int64]
 CodeArray = npt.NDArray[np.int32]
@@ -104,6 +105,13 @@ class Snapshot:
     pod_labels: LabelColumns
     pod_namespaces: tuple[str, ...]
     anti_affinity_pods: tuple[int, ...]
+    gpu_pod_shapes: IntArray
+    """Histogram of bound GPU pods' CPU and memory per GPU (`_fragment.shape_counts`)."""
+
+    @property
+    def gpu_pod_profile(self) -> Profile | None:
+        """What a typical bound GPU pod asks per GPU (None when no GPU pod is bound)."""
+        return profile(self.gpu_pod_shapes)
 
     @property
     def num_nodes(self) -> int:
@@ -188,6 +196,7 @@ class Snapshot:
             pod_labels=LabelColumns.encode([pod.labels for pod in kept]),
             pod_namespaces=tuple(pod.namespace for pod in kept),
             anti_affinity_pods=tuple(i for i, pod in enumerate(kept) if pod.anti_affinity),
+            gpu_pod_shapes=_frozen(shape_counts([pod.requests for pod in kept])),
         )
 
     def with_assumed(self, pods: Sequence[BoundPod]) -> Snapshot:
@@ -217,6 +226,7 @@ class Snapshot:
             pod_namespaces=self.pod_namespaces + tuple(pod.namespace for pod in kept),
             anti_affinity_pods=self.anti_affinity_pods
             + tuple(offset + i for i, pod in enumerate(kept) if pod.anti_affinity),
+            gpu_pod_shapes=_frozen(self.gpu_pod_shapes + shape_counts([pod.requests for pod in kept])),
         )
 
     def without(self, pods: Iterable[str]) -> Snapshot:
@@ -255,6 +265,7 @@ class Snapshot:
             pod_labels=self.pod_labels.rows(keep),
             pod_namespaces=tuple(ns for ns, kept in zip(self.pod_namespaces, keep, strict=True) if kept),
             anti_affinity_pods=tuple(int(new_index[i]) for i in self.anti_affinity_pods if keep[i]),
+            gpu_pod_shapes=_frozen(self.gpu_pod_shapes + shape_counts([pod.requests for pod in gone], sign=-1)),
         )
 
     def anti_affinity_terms(self) -> Iterable[tuple[int, PodAffinityTerm]]:

@@ -7,6 +7,7 @@ using the code under test, so that they can catch mistakes in it.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Mapping, Sequence
 
 from grove_sched.model import (
@@ -172,6 +173,7 @@ def objective(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangReques
     stranded = sum(free_gpu[n] for n in touched) - sum(
         groups[h].requests.get(GPU, 0) * c for (h, _), c in counts.items()
     )
+    fragmented = _fragmented(nodes, pods, g, counts, touched)
     required: list[tuple[tuple[str, ...], str | None]] = [(tuple(groups), g.topology.required_key)]
     required += [(cfg.group_names, cfg.topology.required_key) for cfg in g.group_configs]
     required += [((grp.name,), grp.topology.required_key) for grp in g.groups]
@@ -180,7 +182,45 @@ def objective(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangReques
         if key:
             doms = {by_name[n].labels.get(key) for (h, n), c in counts.items() if h in names and c} - {None}
             room += sum(max(free_gpu[n.name], 0) for n in nodes if n.labels.get(key) in doms)
-    return (missing, violations_, len(opened_racks), room, empty_nodes, stranded, 0)
+    return (missing, violations_, len(opened_racks), room, fragmented, empty_nodes, stranded, 0)
+
+
+def _profile_floor(per_gpu: list[float]) -> int:
+    """The documented profile: the 10th percentile of the values, read as its quarter-octave bin's lower edge."""
+    ordered = sorted(per_gpu)
+    value = ordered[math.ceil(0.1 * len(ordered)) - 1]
+    b = int(math.log2(max(value, 1.0)) * 4)
+    return int(2.0 ** (b / 4)) if b > 0 else 0
+
+
+def _fragmented(
+    nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangRequest, counts: Counts, touched: set[str]
+) -> int:
+    """Tier 5: free GPUs left on touched nodes that a profile pod (CPU and memory per GPU) could not use."""
+    gpu_pods = [p for p in pods if p.requests.get(GPU, 0) > 0]
+    if not gpu_pods:
+        return 0
+    need = {r: _profile_floor([p.requests.get(r, 0) / p.requests[GPU] for p in gpu_pods]) for r in (CPU, MEMORY)}
+    groups = {grp.name: grp for grp in g.groups}
+    total = 0
+    for n in nodes:
+        if n.name not in touched:
+            continue
+        left = {r: n.allocatable.get(r, 0) for r in (GPU, CPU, MEMORY)}
+        for p in pods:
+            if p.node == n.name:
+                for r in left:
+                    left[r] -= p.requests.get(r, 0)
+        for (h, name), c in counts.items():
+            if name == n.name:
+                for r in left:
+                    left[r] -= groups[h].requests.get(r, 0) * c
+        usable = max(left[GPU], 0)
+        for r in (CPU, MEMORY):
+            if need[r] > 0:
+                usable = min(usable, max(left[r], 0) // need[r])
+        total += max(left[GPU], 0) - usable
+    return total
 
 
 def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:

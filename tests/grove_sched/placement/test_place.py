@@ -194,8 +194,8 @@ def test_score_is_one_when_proven_and_in_the_first_open_tier_band_otherwise() ->
     assert unproven.stats.status == "GREEDY"
     assert unproven.objective.stranded_gpus == 4
     assert proven.objective.stranded_gpus == 0
-    # stranded GPUs are tier 6 (index 5): band [1 - 2^-5, 1 - 2^-6), gap 4 (bound 0) against the gang's 8 GPUs
-    assert unproven.score == pytest.approx(1 - 2**-5 + 2**-6 * (1 - 4 / 12))
+    # stranded GPUs are tier 7 (index 6): band [1 - 2^-6, 1 - 2^-7), gap 4 (bound 0) against the gang's 8 GPUs
+    assert unproven.score == pytest.approx(1 - 2**-6 + 2**-7 * (1 - 4 / 12))
 
 
 def test_greedy_plan_at_the_bound_of_every_candidate_rack_is_proven_without_a_solve() -> None:

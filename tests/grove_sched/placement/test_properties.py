@@ -59,7 +59,15 @@ def instances(draw: st.DrawFn) -> tuple[list[NodeInfo], list[BoundPod], GangRequ
         )
         used = draw(st.integers(0, gpu))
         if used:
-            pods.append(bound(f"bg{i}", name, gpu=used, cpu=500, labels={"app": draw(st.sampled_from(["bg", "db"]))}))
+            pods.append(
+                bound(
+                    f"bg{i}",
+                    name,
+                    gpu=used,
+                    cpu=draw(st.sampled_from([500, 1500])),
+                    labels={"app": draw(st.sampled_from(["bg", "db"]))},
+                )
+            )
     n_groups = draw(st.integers(1, 2))
     budget = 6
     groups = []
