@@ -205,7 +205,7 @@ def _unit_costs(b: _Builder) -> None:
     with one usable-GPU variable per node (`_node_fragmentation`)."""
     problem, w = b.problem, b.w
     w_missing, w_empty, w_stranded, w_missed = w.of("missing"), w.of("empty"), w.of("stranded"), w.of("missed")
-    w_fragmented = w.of("fragmented") if problem.profile is not None else 0
+    w_fragmented = w.of("fragmented") if problem.fragile is not None else 0
     gpus = node_gpus(problem)
     gpu_req = problem.req[:, problem.gpu] if problem.gpu is not None else np.zeros(problem.num_groups, np.int64)
     for u, unit in enumerate(b.units.units):
@@ -226,7 +226,7 @@ def _unit_costs(b: _Builder) -> None:
         b.link(u, None, touched)
         b.cost(touched, touch_cost)
         _node_capacity(b, u, touched)
-        if w_fragmented:
+        if w_fragmented and problem.fragile is not None and problem.fragile[rep]:
             _node_fragmentation(b, u, touched, w_fragmented)
         for var, vec in zip(b.vars[u], unit.vectors, strict=True):
             g = vec.index(1)

@@ -78,3 +78,24 @@ def unusable_gpus(free: _IntArray, gpu: int, cpu: int | None, memory: int | None
             usable = np.minimum(usable, np.maximum(free[..., column], 0) // per_gpu)
     result: _IntArray = gpus - usable
     return result
+
+
+def may_fragment(
+    free: _IntArray, req: _IntArray, maxpods: _IntArray, gpu: int, cpu: int | None, memory: int | None, prof: Profile
+) -> npt.NDArray[np.bool_]:
+    """Nodes where some placement of the gang could leave unusable GPUs (a cheap over-approximation).
+
+    A node's GPUs stay usable while CPU left >= per-GPU need x GPUs left; each pod of group g moves that margin
+    by (its CPU - need x its GPUs), so if the margin covers every group at its most pods on the node, nothing this
+    gang does there can fragment it. Elsewhere the tier is 0, and an all-zero tier keeps the objective's weights
+    (and so CP-SAT's search) exactly what they are without it."""
+    result = np.zeros(free.shape[0], dtype=np.bool_)
+    gpus = free[:, gpu]
+    for column, per_gpu in ((cpu, prof.cpu_per_gpu), (memory, prof.memory_per_gpu)):
+        if column is None or per_gpu <= 0:
+            continue
+        margin = free[:, column] - per_gpu * np.maximum(gpus, 0)
+        drain = np.maximum(req[:, column] - per_gpu * req[:, gpu], 0)
+        result |= margin < (maxpods * drain[:, None]).sum(axis=0)
+    result &= gpus > 0
+    return result

@@ -149,7 +149,7 @@ def _best_nodes(problem: Problem, loc: _Local, g: int, want: int, batch: bool) -
         take = np.minimum(fit, want)
         keys.append(loc.free[idx, problem.gpu] - take * req[problem.gpu])
     keys.append((~loc.touched[idx] & loc.empty[idx]).astype(np.int64))
-    if problem.profile is not None:
+    if problem.fragile is not None:
         keys.append(problem.unusable(loc.free[idx] - np.minimum(fit, want)[:, None] * req[None, :]))
     opens = np.zeros(idx.size, dtype=np.int64)
     if loc.racks is not None:

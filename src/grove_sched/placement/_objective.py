@@ -65,7 +65,9 @@ def weights(problem: Problem) -> Weights:
         "racks": int(problem.empty_racks.sum()),
         "empty": int((problem.snapshot.empty & usable).sum()),
         "room": sum(int(room.max(initial=0)) for room in rooms),
-        "fragmented": int(np.maximum(node_gpus(problem), 0)[usable].sum()),
+        "fragmented": int(np.maximum(node_gpus(problem), 0)[problem.fragile].sum())
+        if problem.fragile is not None
+        else 0,
         "stranded": int(np.maximum(node_gpus(problem), 0)[usable].sum()),
         "missed": int((problem.replicas * problem.pref_cost.max(axis=1, initial=0)).sum()),
     }
@@ -120,7 +122,7 @@ def evaluate(problem: Problem, counts: IntArray, w: Weights, nodes: IntArray | N
     if problem.gpu is not None:
         used_gpu = (counts * problem.req[:, problem.gpu][:, None]).sum(axis=0)
         stranded = int((node_gpus(problem)[idx] - used_gpu)[touched].sum())
-        if problem.profile is not None:
+        if problem.fragile is not None:
             on = idx[touched]
             after = problem.snapshot.free[on] - counts[:, touched].T @ problem.req
             fragmented = int(problem.unusable(after).sum())

@@ -24,7 +24,7 @@ from grove_sched.model import (
     TopologyConstraint,
 )
 from grove_sched.placement._filters import filter_group, insufficient, max_pods
-from grove_sched.placement._fragment import Profile, unusable_gpus
+from grove_sched.placement._fragment import Profile, may_fragment, unusable_gpus
 from grove_sched.placement._selectors import selector_matches
 from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray, Snapshot
 
@@ -78,6 +78,8 @@ class Problem:
     rejected: tuple[Counter[str], ...]
     internal_min: IntArray
     profile: Profile | None = None
+    fragile: BoolArray | None = None
+    """Nodes where this gang could leave unusable GPUs (`_fragment.may_fragment`); None: nowhere."""
 
     @property
     def num_groups(self) -> int:
@@ -87,7 +89,7 @@ class Problem:
     def unusable(self, free: IntArray) -> IntArray:
         """Free GPUs per row of free vectors that the snapshot's typical GPU pod could not use (tier
         "fragmented"); zeros without a GPU resource or bound GPU pods."""
-        if self.gpu is None:
+        if self.gpu is None or self.fragile is None:
             return np.zeros(free.shape[:-1], dtype=np.int64)
         snap = self.snapshot
         return unusable_gpus(free, self.gpu, snap.resource_index(CPU), snap.resource_index(MEMORY), self.profile)
@@ -178,6 +180,13 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
         racks = None
     empty_racks = _empty_racks(snapshot, racks)
     maxpods.flags.writeable = False
+    profile = snapshot.gpu_pod_profile if gpu is not None else None
+    fragile = None
+    if gpu is not None and profile is not None:
+        free = snapshot.free
+        cpu, memory = snapshot.resource_index(CPU), snapshot.resource_index(MEMORY)
+        mask = may_fragment(free, req, maxpods, gpu, cpu, memory, profile) & (maxpods.max(axis=0) > 0)
+        fragile = mask if mask.any() else None
     return Problem(
         snapshot=snapshot,
         gang=gang,
@@ -198,7 +207,8 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
         empty_racks=empty_racks,
         rejected=tuple(rejected),
         internal_min=_internal_min(gang, parent_t, replicas),
-        profile=snapshot.gpu_pod_profile if gpu is not None else None,
+        profile=profile,
+        fragile=fragile,
     )
 
 

@@ -10,7 +10,7 @@ from placement_kit import gang, group, node
 
 from grove_sched.model import CPU, GPU, MEMORY, BoundPod, Placement, PlacementOptions
 from grove_sched.placement import Snapshot, place
-from grove_sched.placement._fragment import Profile, profile, shape_counts, unusable_gpus
+from grove_sched.placement._fragment import Profile, may_fragment, profile, shape_counts, unusable_gpus
 
 GIB = 2**30
 
@@ -103,3 +103,33 @@ def test_without_bound_gpu_pods_placement_is_plain_best_fit() -> None:
     assert isinstance(result, Placement)
     assert result.assignments == {"p-0": "n0"}
     assert result.objective.fragmented_gpus == 0
+
+
+@given(
+    st.lists(st.tuples(st.integers(-2, 8), st.integers(-4000, 64_000), st.integers(0, 64)), min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 16_000), st.integers(0, 16)), min_size=1, max_size=3),
+    st.integers(1, 8000),
+    st.integers(0, 8),
+    st.data(),
+)
+def test_nodes_outside_may_fragment_never_end_with_unusable_gpus(
+    nodes: list[tuple[int, int, int]],
+    groups: list[tuple[int, int, int]],
+    cpu_per_gpu: int,
+    memory_per_gpu: int,
+    data: st.DataObject,
+) -> None:
+    """`may_fragment` over-approximates: on a node it rules out, no pod counts up to maxpods leave unusable GPUs
+    (this is what lets the objective drop the tier where it is 0 everywhere)."""
+    free = np.asarray(nodes, dtype=np.int64)
+    req = np.asarray(groups, dtype=np.int64)
+    maxpods = np.asarray(
+        [[data.draw(st.integers(0, 3)) for _ in nodes] for _ in groups],
+        dtype=np.int64,
+    )
+    prof = Profile(cpu_per_gpu, memory_per_gpu)
+    fragile = may_fragment(free, req, maxpods, 0, 1, 2, prof)
+    counts = np.asarray([[data.draw(st.integers(0, int(m))) for m in row] for row in maxpods], dtype=np.int64)
+    after = free - counts.T @ req
+    lost = unusable_gpus(after, 0, 1, 2, prof)
+    assert not (lost[~fragile] > 0).any()
