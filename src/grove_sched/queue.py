@@ -88,6 +88,9 @@ class SchedulingQueue(Generic[K]):
         self._max = max_backoff
         self._flush_after = flush_after
         self._entries: dict[K, _Entry] = {}
+        # Keys per room, so cluster events and the pending gauge cost O(gangs in that room), not O(all gangs):
+        # a node list at start-up wakes the queue once per node. Parked keys are in parking order.
+        self._rooms: dict[Room, dict[K, None]] = {room: {} for room in Room}
         self._active: list[tuple[int, float, str, int, K]] = []
         self._backoff: list[tuple[float, int, int, K]] = []
         self._seq = itertools.count()
@@ -103,10 +106,7 @@ class SchedulingQueue(Generic[K]):
 
     def counts(self) -> dict[Room, int]:
         """Number of gangs per room (for the pending-gangs gauge)."""
-        out = dict.fromkeys(Room, 0)
-        for entry in self._entries.values():
-            out[entry.room] += 1
-        return out
+        return {room: len(keys) for room, keys in self._rooms.items()}
 
     def attempts(self, key: K) -> int:
         """Consecutive failed attempts of `key`."""
@@ -126,6 +126,7 @@ class SchedulingQueue(Generic[K]):
         if entry is None:
             entry = _Entry(priority, self._clock.monotonic() if since is None else since, Room.ACTIVE)
             self._entries[key] = entry
+            self._rooms[Room.ACTIVE][key] = None
             self._push_active(key, entry)
             return
         changed = entry.priority != priority
@@ -153,20 +154,19 @@ class SchedulingQueue(Generic[K]):
 
     def move_all(self) -> int:
         """A cluster event that could make room: release every unschedulable gang; returns how many moved."""
-        moved = 0
-        for key, entry in list(self._entries.items()):
-            if entry.room is Room.UNSCHEDULABLE:
-                self._release(key, entry)
-                moved += 1
-            elif entry.room is Room.IN_FLIGHT:
-                entry.event_in_flight = True
-        return moved
+        for key in self._rooms[Room.IN_FLIGHT]:
+            self._entries[key].event_in_flight = True
+        parked = list(self._rooms[Room.UNSCHEDULABLE])
+        for key in parked:
+            self._release(key, self._entries[key])
+        return len(parked)
 
     def remove(self, key: K) -> None:
         """Stop tracking `key` (gang deleted or fully bound); an in-flight attempt's `done` becomes a no-op."""
         entry = self._entries.pop(key, None)
         if entry is not None:
             entry.version += 1
+            del self._rooms[entry.room][key]
 
     def done(self, key: K, outcome: Outcome) -> None:
         """Record the end of an attempt popped earlier."""
@@ -179,15 +179,16 @@ class SchedulingQueue(Generic[K]):
         if outcome is Outcome.SCHEDULED:
             entry.attempts = 0
             if readd:
-                entry.room = Room.ACTIVE
+                self._move(key, entry, Room.ACTIVE)
                 self._push_active(key, entry)
             else:
                 del self._entries[key]
+                del self._rooms[entry.room][key]
             return
         entry.attempts += 1
         entry.backoff_until = now + self.backoff(entry.attempts)
         if outcome is Outcome.UNSCHEDULABLE and not event:
-            entry.room = Room.UNSCHEDULABLE
+            self._move(key, entry, Room.UNSCHEDULABLE)
             entry.parked_at = now
             entry.version += 1
             self._wake.set()
@@ -213,7 +214,7 @@ class SchedulingQueue(Generic[K]):
                 _, _, _, version, key = heapq.heappop(self._active)
                 entry = self._entries.get(key)
                 if entry is not None and entry.room is Room.ACTIVE and entry.version == version:
-                    entry.room = Room.IN_FLIGHT
+                    self._move(key, entry, Room.IN_FLIGHT)
                     entry.version += 1
                     return key
             self._wake.clear()
@@ -231,8 +232,14 @@ class SchedulingQueue(Generic[K]):
         heapq.heappush(self._active, (-entry.priority, entry.since, repr(key), entry.version, key))
         self._wake.set()
 
+    def _move(self, key: K, entry: _Entry, room: Room) -> None:
+        """The one place a gang changes room, keeping `_rooms` in step."""
+        del self._rooms[entry.room][key]
+        self._rooms[room][key] = None
+        entry.room = room
+
     def _to_backoff(self, key: K, entry: _Entry) -> None:
-        entry.room = Room.BACKOFF
+        self._move(key, entry, Room.BACKOFF)
         entry.version += 1
         heapq.heappush(self._backoff, (entry.backoff_until, next(self._seq), entry.version, key))
         self._wake.set()
@@ -241,7 +248,7 @@ class SchedulingQueue(Generic[K]):
         if entry.backoff_until > self._clock.monotonic():
             self._to_backoff(key, entry)
         else:
-            entry.room = Room.ACTIVE
+            self._move(key, entry, Room.ACTIVE)
             self._push_active(key, entry)
 
     def _flush(self, now: float) -> None:
@@ -249,17 +256,19 @@ class SchedulingQueue(Generic[K]):
             _, _, version, key = heapq.heappop(self._backoff)
             entry = self._entries.get(key)
             if entry is not None and entry.room is Room.BACKOFF and entry.version == version:
-                entry.room = Room.ACTIVE
+                self._move(key, entry, Room.ACTIVE)
                 self._push_active(key, entry)
-        for key, entry in list(self._entries.items()):
-            if entry.room is Room.UNSCHEDULABLE and entry.parked_at + self._flush_after <= now:
-                self._release(key, entry)
+        for key in list(self._rooms[Room.UNSCHEDULABLE]):  # parking order, so oldest first
+            entry = self._entries[key]
+            if entry.parked_at + self._flush_after > now:
+                break
+            self._release(key, entry)
 
     def _next_deadline(self) -> float | None:
         deadlines = [self._backoff[0][0]] if self._backoff else []
-        parked = [e.parked_at for e in self._entries.values() if e.room is Room.UNSCHEDULABLE]
-        if parked:
-            deadlines.append(min(parked) + self._flush_after)
+        oldest = next(iter(self._rooms[Room.UNSCHEDULABLE]), None)
+        if oldest is not None:
+            deadlines.append(self._entries[oldest].parked_at + self._flush_after)
         return min(deadlines) if deadlines else None
 
     async def _wait(self, deadline: float | None) -> None:

@@ -206,3 +206,50 @@ async def test_set_priority_reorders_without_waking() -> None:
     assert q.room("parked") is Room.UNSCHEDULABLE
     assert sorted(q.held()) == ["a", "b", "parked"]
     assert await q.pop() == "b"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "pop", "scheduled", "unschedulable", "error", "event", "remove", "tick"]),
+            st.sampled_from(["a", "b", "c", "d"]),
+        ),
+        max_size=40,
+    )
+)
+def test_room_counts_and_flush_follow_every_transition(steps: list[tuple[str, str]]) -> None:
+    """The per-room index behind `counts`, `move_all` and the flush agrees with `room` after any sequence, and a
+    parked gang is never left parked past the flush interval."""
+
+    async def scenario() -> None:
+        clock = FakeClock()
+        q = make(clock)
+        in_flight: set[str] = set()
+        for op, key in steps:
+            if op == "add":
+                q.add(key)
+            elif op == "pop":
+                popped = await pop_now(q)
+                if popped is not None:
+                    in_flight.add(popped)
+            elif op in ("scheduled", "unschedulable", "error") and key in in_flight:
+                in_flight.discard(key)
+                q.done(key, Outcome(op))
+            elif op == "event":
+                q.move_all()
+            elif op == "remove":
+                q.remove(key)
+                in_flight.discard(key)
+            elif op == "tick":
+                clock.advance(31.0)
+                await pop_now(q)  # runs the flush; whatever it pops is in flight now
+                in_flight.update(k for k in "abcd" if q.room(k) is Room.IN_FLIGHT)
+            rooms = [q.room(k) for k in q.held()]
+            assert q.counts() == {room: rooms.count(room) for room in Room}
+            assert len(q) == len(rooms)
+        clock.advance(31.0)
+        await pop_now(q)
+        assert q.counts()[Room.UNSCHEDULABLE] == 0
+
+    asyncio.run(scenario())
