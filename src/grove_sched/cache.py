@@ -19,11 +19,12 @@ State of one pod in this cache (after kube-scheduler's cache interface)::
 numpy view from scratch costs ~0.4 s at 5,000 nodes and 50,000 pods, so the base (nodes + bound pods) is rebuilt
 only when a node changes, a pod already folded into it leaves, or more than `max_overlay` pods were bound since;
 pods bound since the last build and assumed pods are layered on top with `Snapshot.with_assumed`. The layering is
-itself incremental: the cache remembers which pods the last snapshot carries above the base, and when every one of
-them is still wanted unchanged (the common case: the previous cycle assumed a gang, or the informer confirmed an
-assumption with the same pod) only the new pods are layered onto the last snapshot. Re-layering every pod bound
-since the base on every cycle made each cycle's snapshot cost grow with the run (O(n^2) over a burst); a removal or
-a changed pod still re-layers from the base.
+itself incremental: every input either adds a pod the last snapshot lacks (an assumption, a pod bound by someone
+else), changes nothing it carries (the informer confirming an assumption with the same pod), or removes or changes
+one (a forgotten assumption, a deleted or finished pod); the first kind is queued in `_fresh` and layered onto the
+last snapshot, the last kind marks it for re-layering from the base. Re-layering every pod bound since the base on
+every cycle made each cycle's snapshot cost grow with the run (O(n^2) over a burst), and so did checking, on every
+cycle, that each layered pod was still wanted.
 """
 
 from __future__ import annotations
@@ -79,8 +80,9 @@ class SchedulerCache:
         self._overlay: dict[PodKey, BoundPod] = {}
         self._base: Snapshot | None = None
         self._snapshot: Snapshot | None = None
-        self._layered: dict[PodKey, BoundPod] = {}
         self._layered_snapshot: Snapshot | None = None
+        self._fresh: list[BoundPod] = []
+        self._relayer = False
 
     # --- informer input -----------------------------------------------------------------------------------------
 
@@ -111,27 +113,29 @@ class SchedulerCache:
         node = (pod.get("spec") or {}).get("nodeName")
         if not node or is_terminal(pod):
             self._drop_bound(key)
-            if is_terminal(pod) and self._assumed.pop(key, None) is not None:
-                self._snapshot = None
+            if is_terminal(pod):
+                self._drop_assumed(key)
             return
-        if self._assumed.pop(key, None) is not None:
-            self._snapshot = None
         info = bound_pod(pod)
+        assumed = self._assumed.pop(key, None)
         old = self._bound.get(key)
-        if old == info:
+        if assumed is None and old == info:
             return
+        self._snapshot = None
         if old is not None:
             self._drop_bound(key)
+        if assumed is not None and assumed.pod != info:
+            self._relayer = True  # the last snapshot carries the assumed version of this pod
+        elif assumed is None:
+            self._fresh.append(info)
         self._bound[key] = info
         self._overlay[key] = info
-        self._snapshot = None
 
     def pod_deleted(self, pod: Obj) -> None:
         """A pod is gone: it neither consumes capacity nor stays assumed."""
         key = PodKey.of(pod)
         self._drop_bound(key)
-        if self._assumed.pop(key, None) is not None:
-            self._snapshot = None
+        self._drop_assumed(key)
 
     def _drop_bound(self, key: PodKey) -> None:
         """Stop counting a bound pod; only a pod already folded into the base snapshot forces a rebuild."""
@@ -139,7 +143,14 @@ class SchedulerCache:
             return
         if self._overlay.pop(key, None) is None:
             self._base = None
+        self._relayer = True
         self._snapshot = None
+
+    def _drop_assumed(self, key: PodKey) -> None:
+        """Stop counting an assumed pod (the last snapshot may carry it, so it is re-layered)."""
+        if self._assumed.pop(key, None) is not None:
+            self._relayer = True
+            self._snapshot = None
 
     # --- scheduler input ----------------------------------------------------------------------------------------
 
@@ -149,14 +160,17 @@ class SchedulerCache:
             key = PodKey(pod.namespace, pod.name)
             if key in self._bound:
                 raise ValueError(f"pod {key} is already bound to {self._bound[key].node}")
+            if key in self._assumed:
+                self._relayer = True
+            else:
+                self._fresh.append(pod)
             self._assumed[key] = _Assumed(pod, uid)
         self._snapshot = None
 
     def forget(self, keys: Iterable[PodKey]) -> None:
         """Drop assumptions (the bind failed or was rolled back); a confirmed pod is left alone."""
         for key in keys:
-            if self._assumed.pop(key, None) is not None:
-                self._snapshot = None
+            self._drop_assumed(key)
 
     def finish_binding(self, keys: Iterable[PodKey], now: float) -> None:
         """The binds were accepted; expire the assumptions if the informer never confirms them within the ttl."""
@@ -214,35 +228,28 @@ class SchedulerCache:
         if self._base is None or len(self._overlay) > self._max_overlay:
             self._base = Snapshot.build(list(self._nodes.values()), list(self._bound.values()))
             self._overlay.clear()
-            self._layered, self._layered_snapshot = {}, self._base
-        wanted = dict(self._overlay)
-        wanted.update((key, entry.pod) for key, entry in self._assumed.items())
+            self._layered_snapshot = None
+        last = self._layered_snapshot
         try:
-            self._snapshot = self._layer(self._base, wanted)
+            if last is not None and not self._relayer:
+                snapshot = last.with_assumed(self._fresh) if self._fresh else last
+            else:
+                wanted = list(self._overlay.values()) + [entry.pod for entry in self._assumed.values()]
+                snapshot = self._base.with_assumed(wanted) if wanted else self._base
         except KeyError:  # a pod requests a resource no node offers: a full build knows every resource
             self._invalidate()
             everything = list(self._bound.values()) + [entry.pod for entry in self._assumed.values()]
             self._snapshot = Snapshot.build(list(self._nodes.values()), everything)
             return self._snapshot
-        self._layered, self._layered_snapshot = wanted, self._snapshot
-        return self._snapshot
-
-    def _layer(self, base: Snapshot, wanted: Mapping[PodKey, BoundPod]) -> Snapshot:
-        """`base` with `wanted` layered on; extends the last layered snapshot when it holds only wanted pods."""
-        last, layered = self._layered_snapshot, self._layered
-        if last is not None and all(_same(wanted.get(key), pod) for key, pod in layered.items()):
-            added = [pod for key, pod in wanted.items() if key not in layered]
-            return last.with_assumed(added) if added else last
-        return base.with_assumed(list(wanted.values())) if wanted else base
+        self._fresh.clear()
+        self._relayer = False
+        self._layered_snapshot = self._snapshot = snapshot
+        return snapshot
 
     def _invalidate(self) -> None:
         self._base = None
         self._overlay.clear()
         self._snapshot = None
-        self._layered, self._layered_snapshot = {}, None
-
-
-def _same(a: BoundPod | None, b: BoundPod) -> bool:
-    """Equal pods; identity first, because the overlay hands back the very objects it layered last time and a
-    field-by-field comparison of thousands of pods per cycle showed up in profiles."""
-    return a is b or a == b
+        self._layered_snapshot = None
+        self._fresh.clear()
+        self._relayer = False
