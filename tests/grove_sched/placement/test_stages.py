@@ -13,11 +13,13 @@ from grove_sched.model import (
     GPU,
     HOSTNAME_KEY,
     RACK_KEY,
+    GroupConfig,
     LabelSelector,
     PlacementOptions,
     PodAffinityTerm,
     PodRef,
     Taint,
+    TopologyConstraint,
 )
 from grove_sched.placement import Snapshot
 from grove_sched.placement._cpsat import solve
@@ -151,3 +153,21 @@ def test_split_computes_the_group_vector_once_and_still_splits_overrides(monkeyp
     p = _problem([node("n0")], [], gang(mixed))
     assert p.names == ("a[0]", "a[1]")
     assert p.pods == (("a-0", "a-1", "a-2"), ("a-big",))
+
+
+def test_greedy_tries_the_next_rack_when_a_scopes_groups_do_not_fit_together() -> None:
+    """Rack r0 (8 free GPUs on 2 nodes) passes the per-group room check for a 2-GPU leader and four 2-GPU workers
+    that must share a rack, but cannot hold all 10 GPUs; it is the tightest rack, so greedy tries it first and
+    must move on to r1 instead of giving up."""
+    nodes = [node("a0", "r0"), node("a1", "r0"), node("b0", "r1"), node("b1", "r1")]
+    pods = [bound("x0", "a0", gpu=4), bound("x1", "a1", gpu=4)]
+    g = gang(
+        group("leader", 1, gpu=2),
+        group("workers", 4, gpu=2),
+        group_configs=(GroupConfig("decode", ("leader", "workers"), TopologyConstraint(required_key=RACK_KEY)),),
+    )
+    problem = build_problem(Snapshot.build(nodes, pods), g, PlacementOptions())
+    counts = greedy(problem, np.arange(4))
+    assert counts is not None
+    assert counts[:, :2].sum() == 0  # nothing in r0
+    assert counts.sum(axis=1).tolist() == [1, 4]
