@@ -30,7 +30,7 @@ from grove_sched.model import (
 )
 from grove_sched.placement._cpsat import SolveResult, solve
 from grove_sched.placement._domains import Candidates, Level, candidates, deciding_level, node_reasons, whole_cluster
-from grove_sched.placement._greedy import greedy
+from grove_sched.placement._greedy import MAX_SUBDOMAIN_TRIES, greedy
 from grove_sched.placement._objective import TIERS, Weights, domain_room, evaluate, lower_bounds, weights
 from grove_sched.placement._problem import InvalidGang, Problem, build_problem
 from grove_sched.placement._score import placement_score, score_floors, tier_scales, tier_values
@@ -68,6 +68,8 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
         cands = candidates(problem, level)
         bounds = _prune_bounds(problem, cands, w)
         plans = _greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds)
+    if not plans and cands.ids:  # greedy's second pass, see `MAX_SUBDOMAIN_TRIES`
+        plans = _greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds, MAX_SUBDOMAIN_TRIES)
     if not cands.ids:
         return Unschedulable(cands.reasons)
     modelled = _modelled(plans, cands, top_k)
@@ -247,9 +249,10 @@ def _modelled(plans: list[tuple[int, int, IntArray]], cands: Candidates, k: int)
 
 
 def _greedy_plans(
-    problem: Problem, cands: Candidates, w: Weights, top_k: int, max_domains: int, bounds: IntArray
+    problem: Problem, cands: Candidates, w: Weights, top_k: int, max_domains: int, bounds: IntArray, tries: int = 1
 ) -> list[tuple[int, int, IntArray]]:
-    """Greedy in the tightest candidate domains (stopping at a zero-cost plan), ranked by cost then domain name.
+    """Greedy in the tightest candidate domains (stopping at a zero-cost plan), ranked by cost then domain name;
+    `tries` sub-domains per required scope (`greedy`).
 
     Only the first `top_k` plans are ever used (the answer and CP-SAT's modelled domains), so a domain
     whose lower bound already ranks it behind that many plans is skipped: the result is the same as running
@@ -263,7 +266,7 @@ def _greedy_plans(
             if sum((cost, names[dom]) < key for cost, dom, _ in plans) >= top_k:
                 continue  # greedy here costs at least the bound, so its plan would rank behind K better ones
         nodes = np.flatnonzero((cands.level.domains == d) & usable)
-        local = greedy(problem, nodes)
+        local = greedy(problem, nodes, tries)
         if local is not None and local.any():
             counts = np.zeros_like(problem.maxpods)
             counts[:, nodes] = local

@@ -15,13 +15,14 @@ from grove_sched.model import (
     RACK_KEY,
     GroupConfig,
     LabelSelector,
+    Placement,
     PlacementOptions,
     PodAffinityTerm,
     PodRef,
     Taint,
     TopologyConstraint,
 )
-from grove_sched.placement import Snapshot
+from grove_sched.placement import Snapshot, place
 from grove_sched.placement._cpsat import solve
 from grove_sched.placement._domains import candidates, deciding_level
 from grove_sched.placement._greedy import greedy
@@ -156,9 +157,31 @@ def test_split_computes_the_group_vector_once_and_still_splits_overrides(monkeyp
 
 
 def test_greedy_tries_the_next_rack_when_a_scopes_groups_do_not_fit_together() -> None:
-    """Rack r0 (8 free GPUs on 2 nodes) passes the per-group room check for a 2-GPU leader and four 2-GPU workers
-    that must share a rack, but cannot hold all 10 GPUs; it is the tightest rack, so greedy tries it first and
-    must move on to r1 instead of giving up."""
+    """Rack r0 (5 free GPUs on each of 2 nodes) passes the aggregate checks for a 2-GPU leader and four 2-GPU
+    workers that must share a rack (each group's room, and 10 free GPUs for 10 asked), but node by node holds only
+    4 of the 5 pods; it is the tightest rack, so greedy tries it first and, given a second try, must move on to r1
+    instead of giving up; `place` gets there without CP-SAT."""
+    nodes = [node("a0", "r0"), node("a1", "r0"), node("b0", "r1"), node("b1", "r1")]
+    pods = [bound("x0", "a0", gpu=3), bound("x1", "a1", gpu=3)]
+    g = gang(
+        group("leader", 1, gpu=2),
+        group("workers", 4, gpu=2),
+        group_configs=(GroupConfig("decode", ("leader", "workers"), TopologyConstraint(required_key=RACK_KEY)),),
+    )
+    problem = build_problem(Snapshot.build(nodes, pods), g, PlacementOptions())
+    assert greedy(problem, np.arange(4)) is None  # one try: the tightest rack only
+    counts = greedy(problem, np.arange(4), tries=2)
+    assert counts is not None
+    assert counts[:, :2].sum() == 0  # nothing in r0
+    assert counts.sum(axis=1).tolist() == [1, 4]
+    placed = place(Snapshot.build(nodes, pods), g, PlacementOptions(use_cpsat=False))
+    assert isinstance(placed, Placement)
+    assert set(placed.assignments.values()) <= {"b0", "b1"}
+
+
+def test_groups_sharing_a_rack_must_fit_its_free_total_to_be_chosen() -> None:
+    """r0 has room for the leader and, separately, for the four workers, but only 8 free GPUs for the 10 they ask
+    together: the first pass (one try, per-group checks) fails there; the second pass skips r0 and places in r1."""
     nodes = [node("a0", "r0"), node("a1", "r0"), node("b0", "r1"), node("b1", "r1")]
     pods = [bound("x0", "a0", gpu=4), bound("x1", "a1", gpu=4)]
     g = gang(
@@ -167,7 +190,7 @@ def test_greedy_tries_the_next_rack_when_a_scopes_groups_do_not_fit_together() -
         group_configs=(GroupConfig("decode", ("leader", "workers"), TopologyConstraint(required_key=RACK_KEY)),),
     )
     problem = build_problem(Snapshot.build(nodes, pods), g, PlacementOptions())
-    counts = greedy(problem, np.arange(4))
+    assert greedy(problem, np.arange(4)) is None
+    counts = greedy(problem, np.arange(4), tries=2)
     assert counts is not None
-    assert counts[:, :2].sum() == 0  # nothing in r0
-    assert counts.sum(axis=1).tolist() == [1, 4]
+    assert counts[:, :2].sum() == 0
