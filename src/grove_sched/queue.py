@@ -258,11 +258,10 @@ class SchedulingQueue(Generic[K]):
             if entry is not None and entry.room is Room.BACKOFF and entry.version == version:
                 self._move(key, entry, Room.ACTIVE)
                 self._push_active(key, entry)
-        for key in list(self._rooms[Room.UNSCHEDULABLE]):  # parking order, so oldest first
-            entry = self._entries[key]
-            if entry.parked_at + self._flush_after > now:
-                break
-            self._release(key, entry)
+        parked = self._rooms[Room.UNSCHEDULABLE]  # in parking order, so the expired ones come first
+        expired = list(itertools.takewhile(lambda k: self._entries[k].parked_at + self._flush_after <= now, parked))
+        for key in expired:
+            self._release(key, self._entries[key])
 
     def _next_deadline(self) -> float | None:
         deadlines = [self._backoff[0][0]] if self._backoff else []

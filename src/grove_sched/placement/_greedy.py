@@ -210,14 +210,14 @@ def _place_in_subdomain(
     choices = _subdomain_choices(problem, loc, groups, dom, joint=tries > 1)
     if choices is None:
         return False
-    saved = (loc.allowed.copy(), loc.free.copy(), loc.touched.copy(), [t.copy() for t in loc.pref_touched])
-    counts = step.counts.copy()
-    for k, choice in enumerate(choices[: max(tries, 1)]):
+    choices = choices[: max(tries, 1)]
+    # Rollback state only when a second choice may follow (the first pass, one try, is greedy's hot path).
+    saved = [loc.allowed, loc.free, loc.touched, *loc.pref_touched, step.counts]
+    before = [array.copy() for array in saved] if len(choices) > 1 else []
+    for k, choice in enumerate(choices):
         if k:
-            loc.allowed[...], loc.free[...], loc.touched[...] = saved[0], saved[1], saved[2]
-            for touched, before in zip(loc.pref_touched, saved[3], strict=True):
-                touched[...] = before
-            step.counts[...] = counts
+            for array, copy in zip(saved, before, strict=True):
+                array[...] = copy
         if choice is not None:
             for g in groups:
                 loc.allowed[g] &= dom == choice

@@ -13,8 +13,11 @@ from grove_sched.model import (
     GPU,
     HOSTNAME_KEY,
     RACK_KEY,
+    BoundPod,
+    GangRequest,
     GroupConfig,
     LabelSelector,
+    NodeInfo,
     Placement,
     PlacementOptions,
     PodAffinityTerm,
@@ -156,18 +159,25 @@ def test_split_computes_the_group_vector_once_and_still_splits_overrides(monkeyp
     assert p.pods == (("a-0", "a-1", "a-2"), ("a-big",))
 
 
-def test_greedy_tries_the_next_rack_when_a_scopes_groups_do_not_fit_together() -> None:
-    """Rack r0 (5 free GPUs on each of 2 nodes) passes the aggregate checks for a 2-GPU leader and four 2-GPU
-    workers that must share a rack (each group's room, and 10 free GPUs for 10 asked), but node by node holds only
-    4 of the 5 pods; it is the tightest rack, so greedy tries it first and, given a second try, must move on to r1
-    instead of giving up; `place` gets there without CP-SAT."""
+def _leader_and_workers_in_one_rack(busy_gpus: int) -> tuple[list[NodeInfo], list[BoundPod], GangRequest]:
+    """Two racks of two 8-GPU nodes, r0's nodes with `busy_gpus` used each; a 2-GPU leader and four 2-GPU workers
+    that must share a rack."""
     nodes = [node("a0", "r0"), node("a1", "r0"), node("b0", "r1"), node("b1", "r1")]
-    pods = [bound("x0", "a0", gpu=3), bound("x1", "a1", gpu=3)]
+    pods = [bound("x0", "a0", gpu=busy_gpus), bound("x1", "a1", gpu=busy_gpus)]
     g = gang(
         group("leader", 1, gpu=2),
         group("workers", 4, gpu=2),
         group_configs=(GroupConfig("decode", ("leader", "workers"), TopologyConstraint(required_key=RACK_KEY)),),
     )
+    return nodes, pods, g
+
+
+def test_greedy_tries_the_next_rack_when_a_scopes_groups_do_not_fit_together() -> None:
+    """Rack r0 (5 free GPUs on each of 2 nodes) passes the aggregate checks for a 2-GPU leader and four 2-GPU
+    workers that must share a rack (each group's room, and 10 free GPUs for 10 asked), but node by node holds only
+    4 of the 5 pods; it is the tightest rack, so greedy tries it first and, given a second try, must move on to r1
+    instead of giving up; `place` gets there without CP-SAT."""
+    nodes, pods, g = _leader_and_workers_in_one_rack(busy_gpus=3)
     problem = build_problem(Snapshot.build(nodes, pods), g, PlacementOptions())
     assert greedy(problem, np.arange(4)) is None  # one try: the tightest rack only
     counts = greedy(problem, np.arange(4), tries=2)
@@ -182,13 +192,7 @@ def test_greedy_tries_the_next_rack_when_a_scopes_groups_do_not_fit_together() -
 def test_groups_sharing_a_rack_must_fit_its_free_total_to_be_chosen() -> None:
     """r0 has room for the leader and, separately, for the four workers, but only 8 free GPUs for the 10 they ask
     together: the first pass (one try, per-group checks) fails there; the second pass skips r0 and places in r1."""
-    nodes = [node("a0", "r0"), node("a1", "r0"), node("b0", "r1"), node("b1", "r1")]
-    pods = [bound("x0", "a0", gpu=4), bound("x1", "a1", gpu=4)]
-    g = gang(
-        group("leader", 1, gpu=2),
-        group("workers", 4, gpu=2),
-        group_configs=(GroupConfig("decode", ("leader", "workers"), TopologyConstraint(required_key=RACK_KEY)),),
-    )
+    nodes, pods, g = _leader_and_workers_in_one_rack(busy_gpus=4)
     problem = build_problem(Snapshot.build(nodes, pods), g, PlacementOptions())
     assert greedy(problem, np.arange(4)) is None
     counts = greedy(problem, np.arange(4), tries=2)
