@@ -36,6 +36,7 @@ __all__ = [
     "gang_key_of_pod",
     "is_ours",
     "is_pending",
+    "min_replicas",
     "topology_keys",
 ]
 
@@ -123,6 +124,15 @@ def is_ours(podgang: Obj, pods: Mapping[str, Obj], scheduler_name: str) -> bool:
     if label:
         return bool(label == scheduler_name)
     return any((pod.get("spec") or {}).get("schedulerName") == scheduler_name for pod in pods.values())
+
+
+def min_replicas(group: Obj) -> int:
+    """A PodGroup's `minReplicas` as found; a value that is not a whole number counts as 0 (the API validates it, so
+    only a malformed object gets here, and assembly reports that one as malformed)."""
+    try:
+        return int(group.get("minReplicas") or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
 
 def _creating(podgang: Obj) -> bool:
