@@ -24,6 +24,8 @@ for the API; leading) is logged once, not every attempt.
 from __future__ import annotations
 
 import datetime as dt
+import os
+import socket
 from typing import Any
 
 import structlog
@@ -39,6 +41,11 @@ log = structlog.get_logger("grove_runtime.leaderelection")
 
 class LeadershipLost(Exception):
     """Raised when the lease could not be renewed in time (by the manager), or by a fenced write after that."""
+
+
+def default_identity() -> str:
+    """A candidate's identity unless configured: host name and process id, unique among running candidates."""
+    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 def unfenced() -> bool:

@@ -8,8 +8,6 @@ Lease → recovery of partially bound gangs → the scheduling loop and the PodG
 
 from __future__ import annotations
 
-import os
-import socket
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
@@ -19,7 +17,7 @@ from grove_runtime.client import Client
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.controller import Controller
 from grove_runtime.events import EventRecorder
-from grove_runtime.leaderelection import LeaderElector, unfenced
+from grove_runtime.leaderelection import LeaderElector, default_identity, unfenced
 from grove_runtime.manager import Manager
 from grove_runtime.metrics import ControllerMetrics
 from grove_runtime.resources import NODES, PODS, PRIORITYCLASSES
@@ -88,7 +86,7 @@ def build(
             client,
             namespace=config.lease_namespace,
             name=config.lease_name,
-            identity=config.identity or f"{socket.gethostname()}-{os.getpid()}",
+            identity=config.identity or default_identity(),
             lease_duration=config.lease_duration,
             renew_deadline=config.renew_deadline,
             retry_period=config.retry_period,

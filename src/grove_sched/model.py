@@ -297,26 +297,6 @@ class Status:
     code: Code
     reasons: tuple[str, ...] = ()
 
-    @classmethod
-    def success(cls, *reasons: str) -> Status:
-        """Success (reasons are only informational)."""
-        return cls(Code.SUCCESS, reasons)
-
-    @classmethod
-    def unschedulable(cls, *reasons: str) -> Status:
-        """Does not fit now."""
-        return cls(Code.UNSCHEDULABLE, reasons)
-
-    @classmethod
-    def unresolvable(cls, *reasons: str) -> Status:
-        """Can never fit as things are; preemption is pointless."""
-        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
-
-    @classmethod
-    def error(cls, *reasons: str) -> Status:
-        """Failed on the way; retry after backoff."""
-        return cls(Code.ERROR, reasons)
-
     @property
     def ok(self) -> bool:
         """Whether the code is Success."""

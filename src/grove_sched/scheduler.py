@@ -196,7 +196,9 @@ class Scheduler:
         if isinstance(assembly, Malformed):
             self.metrics.attempts.labels(result="invalid").inc()
             pods = list(self.source.pods_of(key, podgang).values())
-            self._failed(key, podgang, pods, Status.unresolvable(*assembly.reasons), REASON_INVALID)
+            self._failed(
+                key, podgang, pods, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, assembly.reasons), REASON_INVALID
+            )
             return
         self._ready_since.setdefault(key, now)
         snapshot = self.cache.snapshot()
@@ -206,7 +208,7 @@ class Scheduler:
         if isinstance(result, Placement) and result.assignments:
             self._assume_and_bind(assembly, podgang, result)
             return
-        status = result.status if isinstance(result, Unschedulable) else Status.unschedulable()
+        status = result.status if isinstance(result, Unschedulable) else Status(Code.UNSCHEDULABLE)
         if assembly.required_pods == 0:
             log.debug("no extra pod of the gang fits now", gang=str(key), reasons=list(status.reasons))
             self.queue.done(key, Code.UNSCHEDULABLE)
@@ -264,14 +266,14 @@ class Scheduler:
         except Exception as exc:
             log.exception("binding cycle crashed", gang=str(key))
             self.metrics.attempts.labels(result="error").inc()
-            self._failed(key, podgang, list(gang.pods.values()), Status.error(f"binding failed: {exc!r}"))
+            self._failed(key, podgang, list(gang.pods.values()), Status(Code.ERROR, (f"binding failed: {exc!r}",)))
             return
         now = self.clock.monotonic()
         self.metrics.bind_time.observe(now - start)
         if not outcome.ok:
             self.metrics.attempts.labels(result="bind_failed").inc()
             self.metrics.rollbacks.labels(cause="bind").inc()
-            self._failed(key, podgang, list(gang.pods.values()), Status.error(*outcome.reasons))
+            self._failed(key, podgang, list(gang.pods.values()), Status(Code.ERROR, outcome.reasons))
             return
         self.metrics.attempts.labels(result="scheduled").inc()
         self.metrics.score.observe(placement.score)

@@ -55,12 +55,13 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
     try:
         problem = build_problem(snapshot, gang, opts)
     except (InvalidGang, SelectorError) as err:
-        return Unschedulable(Status.unresolvable(str(err)))
+        return Unschedulable(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(err),)))
     # A scope whose groups need no pod can stay empty; only a needed scope makes a missing key fatal.
     needed = [s for s in problem.required if int(problem.internal_min[list(s.groups)].sum()) > 0]
     unknown = sorted({s.key for s in needed if not (s.domains >= 0).any()})
     if unknown:
-        return Unschedulable(Status.unresolvable(*(f"topology key {key} is carried by no node" for key in unknown)))
+        missing = tuple(f"topology key {key} is carried by no node" for key in unknown)
+        return Unschedulable(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, missing))
     blocked = node_reasons(problem)
     if blocked:
         # Preemption frees at most a node's allocatable: if even that cannot hold a minimum, nothing can help.
@@ -69,7 +70,7 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
     try:
         w = weights(problem)
     except OverflowError as err:
-        return Unschedulable(Status.unresolvable(str(err)))
+        return Unschedulable(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(err),)))
     level = deciding_level(problem, opts.rack_key)
     cands = candidates(problem, level)
     bounds = prune_bounds(problem, cands, w)
@@ -83,7 +84,7 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
     if not plans and cands.ids:  # greedy's second pass, see `MAX_SUBDOMAIN_TRIES`
         plans = greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds, MAX_SUBDOMAIN_TRIES)
     if not cands.ids:
-        return Unschedulable(Status.unschedulable(*cands.reasons))
+        return Unschedulable(Status(Code.UNSCHEDULABLE, cands.reasons))
     modelled = _modelled(plans, cands, top_k)
     usable = problem.maxpods.max(axis=0) > 0
     if not level.hard and len(modelled) == len(cands.ids):
@@ -147,7 +148,8 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
     if best is not None:
         bound = _global_bound(problem, level, cands, modelled, in_model, complete, result, w)
         return _placement(problem, best, w, stats("greedy"), proven, bound, floors_)
-    return Unschedulable(Status.unschedulable(*_failure_reasons(problem, level, cands, result, opts)), stats("none"))
+    reasons = _failure_reasons(problem, level, cands, result, opts)
+    return Unschedulable(Status(Code.UNSCHEDULABLE, reasons), stats("none"))
 
 
 def _refinement(problem: Problem, level: Level, opts: PlacementOptions) -> tuple[bool, int]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from grove_sched import scheduler as scheduler_module
-from grove_sched.model import GangRequest, Status, Unschedulable
+from grove_sched.model import Code, GangRequest, Status, Unschedulable
 from grove_sched.scheduler import Solver
 
 REQUEST = GangRequest("g", "default", ())
@@ -27,7 +27,7 @@ class FakePlace:
         end = time.thread_time() + self.cpu
         while time.thread_time() < end:
             pass
-        return Unschedulable(Status.unschedulable("fake"))
+        return Unschedulable(Status(Code.UNSCHEDULABLE, ("fake",)))
 
 
 async def test_after_a_long_solve_solves_run_in_a_thread_until_one_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
