@@ -23,7 +23,8 @@ from typing import Any
 from grove_api.labels import LABEL_MANAGED_BY, LABEL_PODGANG, LABEL_SCHEDULER_NAME, MANAGED_BY_VALUE
 from grove_api.podgang import CONDITION_INITIALIZED
 from grove_sched.model import GangRequest, GroupConfig, PodGroup, PodRef, TopologyConstraint
-from grove_sched.podspec import pod_requests, pod_terms
+from grove_sched.podspec import pod_terms
+from grove_sched.quantity import pod_demand
 
 __all__ = [
     "Assembly",
@@ -189,10 +190,10 @@ def _group(
     """A PodGroup whose template (labels, selectors, affinity) is its first pod by name."""
     ordered = sorted(pods, key=lambda p: str(p["metadata"]["name"]))
     template = pod_terms(ordered[0])
-    base = pod_requests(ordered[0])
+    base = pod_demand(ordered[0])
     refs = []
     for pod in ordered:
-        requests = pod_requests(pod)
+        requests = pod_demand(pod)
         meta = pod["metadata"]
         override = None if requests == base else MappingProxyType(requests)
         refs.append(PodRef(str(meta["name"]), str(meta.get("uid", "")), override))
@@ -259,7 +260,7 @@ def assemble(key: GangKey, podgang: Obj | None, pods: Mapping[str, Obj], ctx: As
     """
     try:
         return _assemble(key, podgang, pods, ctx)
-    except (ValueError, TypeError, KeyError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
         return Malformed(key, (f"cannot read the gang's pods: {err}",))
 
 

@@ -79,14 +79,19 @@ class NodeEvents:
     def __init__(self, scheduler: Scheduler) -> None:
         self._s = scheduler
 
+    def _upsert(self, node: Obj) -> None:
+        reason = self._s.cache.node_upserted(node)
+        if reason is not None:
+            self._s.node_set_aside(node, reason)
+
     def on_add(self, obj: Obj) -> None:
-        """A new node: more capacity."""
-        self._s.cache.node_upserted(obj)
+        """A new node: more capacity (unless it is set aside)."""
+        self._upsert(obj)
         self._s.queue.move_all()
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """Labels, allocatable, taints or cordon changed (heartbeats are ignored by the cache's equality check)."""
-        self._s.cache.node_upserted(new)
+        self._upsert(new)
         if _shape(old) != _shape(new):
             self._s.queue.move_all()
 

@@ -127,6 +127,7 @@ class Scheduler:
         self._ready_since: dict[GangKey, float] = {}
         self._last_reasons: dict[GangKey, tuple[str, ...]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._running = False
 
     def set_status_trigger(self, trigger: Callable[[ObjectKey], None]) -> None:
         """Called with a PodGang's key whenever its recorded verdict changes (the status controller's enqueue)."""
@@ -140,6 +141,12 @@ class Scheduler:
         if not key.single:
             self.book.drop(ObjectKey(key.namespace, key.name))
 
+    def node_set_aside(self, node: Obj, reason: str) -> None:
+        """The cache set a node aside: log it, and record a Warning Event on it while this process schedules."""
+        log.warning("node set aside", node=(node.get("metadata") or {}).get("name"), reason=reason)
+        if self._running:
+            self.spawn(self.events.node_set_aside(node, reason))
+
     def refresh_priorities(self) -> None:
         """Re-resolve every queued gang's priority (PriorityClasses may have synced after the gangs were queued)."""
         for key in self.queue.held():
@@ -151,6 +158,9 @@ class Scheduler:
         """Schedule until cancelled or no longer leading; on the way out binding cycles are awaited (a cancelled
         bind would leave a partial gang behind), unless leadership is lost: then they are cancelled."""
         self.refresh_priorities()
+        self._running = True
+        for name, reason in sorted(self.cache.set_aside.items()):  # set aside before this process led
+            self.spawn(self.events.node_set_aside({"metadata": {"name": name}}, reason))
         try:
             while self.binder.leading():
                 await asyncio.sleep(0)  # let binds and informer events of earlier gangs run between cycles
@@ -172,6 +182,7 @@ class Scheduler:
                 self._publish_pending()
             log.warning("not leading any more: no further scheduling cycles")
         finally:
+            self._running = False
             self.queue.close()
             if not self.binder.leading():
                 for task in list(self._tasks):
