@@ -25,7 +25,7 @@ Where the solver runs: a greedy placement costs a few ms of CPU, but handed to a
 in wall time in a busy scheduler: the thread and the event loop (binds, Events, watch decoding of the previous
 gangs) fight over the GIL, and the result then waits its turn in the loop's ready queue (measured at 1,000 nodes:
 3.5 ms CPU, 11 ms in the thread, 23 ms until the cycle resumed). So `place` runs on the loop thread while solves
-stay short: whenever the previous solve took at most `inline_solve_limit` seconds of CPU. After a longer one
+stay short (`Solver`): whenever the previous solve took at most `inline_solve_limit` seconds of CPU. After a longer one
 (CP-SAT, which releases the GIL while it searches) the solves run in a worker thread until one is short again,
 so a run of long solves blocks the loop at most once. CPU time, not wall time, decides, so a solve slowed by a
 busy machine does not flip the mode. Each cycle first yields to the loop, so binds and informer events of
