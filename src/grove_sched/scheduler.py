@@ -155,8 +155,9 @@ class Scheduler:
     # --- the loop -----------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Schedule until cancelled or no longer leading; on the way out binding cycles are awaited (a cancelled
-        bind would leave a partial gang behind), unless leadership is lost: then they are cancelled."""
+        """Schedule until cancelled, or raise `LeadershipLost` once the fence says this process no longer leads
+        (the manager then exits as for a lost lease). On the way out binding cycles are awaited (a cancelled bind
+        would leave a partial gang behind), unless leadership is lost: then they are cancelled."""
         self.refresh_priorities()
         self._running = True
         for name, reason in sorted(self.cache.set_aside.items()):  # set aside before this process led
@@ -169,7 +170,7 @@ class Scheduler:
                 except QueueClosed:
                     return
                 if not self.binder.leading():
-                    return
+                    break
                 self._publish_pending()
                 try:
                     await self.schedule_one(key)
@@ -180,7 +181,7 @@ class Scheduler:
                     self.metrics.attempts.labels(result="error").inc()
                     self.queue.done(key, Code.ERROR)
                 self._publish_pending()
-            log.warning("not leading any more: no further scheduling cycles")
+            raise LeadershipLost("the renew deadline passed: no further scheduling cycles")
         finally:
             self._running = False
             self.queue.close()
