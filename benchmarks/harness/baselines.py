@@ -30,8 +30,7 @@ import numpy as np
 
 from benchmarks.harness.strategies import Decision
 from grove_sched.model import CPU, GPU, GangRequest, TopologyConstraint
-from grove_sched.placement import Snapshot
-from grove_sched.placement._snapshot import BoolArray, IntArray
+from grove_sched.placement import BoolArray, IntArray, Snapshot
 
 FIRST_FIT = "first-fit"
 BEST_FIT = "best-fit"

@@ -29,8 +29,7 @@ import numpy.typing as npt
 from ortools.linear_solver import pywraplp
 
 from grove_sched.model import GPU, GangRequest
-from grove_sched.placement import Snapshot
-from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray
+from grove_sched.placement import BoolArray, CodeArray, IntArray, Snapshot
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -8,12 +8,24 @@ Protocol (client-go's ``LeaderElector`` with a LeaseLock):
   resourceVersion: a 409 means another candidate won the race.
 * **renew** every ``retry_period`` while leading; if no renewal has succeeded for ``renew_deadline``, leadership is
   lost (:meth:`LeaderElector.hold` returns and the manager exits the process).
+* **fence**: :meth:`LeaderElector.leading` is true only until ``renew_deadline`` after the last successful renewal
+  (on the monotonic clock, measured from when that renewal was sent), which is ``lease_duration - renew_deadline``
+  before any other candidate may take the lease over. Every write that acts on the cluster (binds, rollback
+  deletes, status) checks it right before it is sent, so a process frozen past its lease (SIGSTOP, a long pause)
+  does nothing on waking, even before its renewal loop has noticed the loss; and ``hold`` gives up without
+  renewing once the deadline has passed.
 * **release** on clean shutdown: empty ``holderIdentity`` so a successor need not wait for expiry.
+
+While the Lease cannot be written at all (its namespace does not exist yet, the API fails), ``acquire`` retries with
+a backoff that doubles up to ``lease_duration``; each change of state (waiting for the namespace, for the holder,
+for the API; leading) is logged once, not every attempt.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import socket
 from typing import Any
 
 import structlog
@@ -28,7 +40,17 @@ log = structlog.get_logger("grove_runtime.leaderelection")
 
 
 class LeadershipLost(Exception):
-    """Raised by the manager when the lease could not be renewed in time."""
+    """Raised when the lease could not be renewed in time (by the manager), or by a fenced write after that."""
+
+
+def default_identity() -> str:
+    """A candidate's identity unless configured: host name and process id, unique among running candidates."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def unfenced() -> bool:
+    """The fence of a process without leader election: it may always act."""
+    return True
 
 
 def _micro_time(t: dt.datetime) -> str:
@@ -63,7 +85,20 @@ class LeaderElector:
         self._observed_record: tuple[str, str] | None = None
         self._observed_at = 0.0
         self._last_renew = 0.0
+        self._state = ""
+        self._troubled = False
         self.is_leader = False
+
+    def leading(self) -> bool:
+        """Whether this process may act as leader now: it holds the lease and its renew deadline has not passed."""
+        return self.is_leader and self._clock.monotonic() < self._last_renew + self.renew_deadline
+
+    def _note(self, state: str, **fields: Any) -> None:
+        """Log a change of election state once (attempts that end the same way stay quiet)."""
+        if state == self._state:
+            return
+        self._state = state
+        log.info(state, lease=f"{self.namespace}/{self.name}", identity=self.identity, **fields)
 
     def _spec(self, lease: Obj | None, *, acquire: bool) -> Obj:
         now = _micro_time(self._clock.now())
@@ -98,10 +133,14 @@ class LeaderElector:
                 await self.client.create(LEASES, body, self.namespace)
             except errors.Conflict:
                 return False
+            except errors.NotFound as exc:
+                return self._trouble("waiting for the lease namespace to exist", error=str(exc))
+            except errors.ApiError as exc:
+                return self._trouble("lease create failed", error=repr(exc))
             return self._won(now)
         except errors.ApiError as exc:
-            log.warning("lease read failed", error=repr(exc))
-            return False
+            return self._trouble("lease read failed", error=repr(exc))
+        self._troubled = False
         spec = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
         record = (holder, str(spec.get("renewTime") or ""))
@@ -112,6 +151,7 @@ class LeaderElector:
         held_by_other = bool(holder) and holder != self.identity
         if held_by_other and self._observed_at + duration > now:
             self.is_leader = False
+            self._note("waiting for the lease holder", holder=holder)
             return False
         updated = dict(lease)
         updated["spec"] = self._spec(lease, acquire=holder != self.identity)
@@ -120,30 +160,44 @@ class LeaderElector:
         except errors.Conflict:
             return False
         except errors.ApiError as exc:
-            log.warning("lease write failed", error=repr(exc))
-            return False
+            return self._trouble("lease write failed", error=repr(exc))
         return self._won(now)
 
+    def _trouble(self, state: str, **fields: Any) -> bool:
+        """An attempt the API failed (not a lost race): noted once, and `acquire` backs off."""
+        self._troubled = True
+        self._note(state, **fields)
+        return False
+
     def _won(self, now: float) -> bool:
+        self._troubled = False
         if not self.is_leader:
-            log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+            self._state = ""
+            self._note("became leader")
+        self._state = "leading"
         self.is_leader = True
         self._last_renew = now
         return True
 
     async def acquire(self) -> None:
-        """Block until this process holds the lease."""
+        """Block until this process holds the lease; while the API fails, back off up to ``lease_duration``."""
+        delay = self.retry_period
         while not await self.try_acquire_or_renew():
-            await self._clock.sleep(self.retry_period)
+            delay = min(delay * 2, self.lease_duration) if self._troubled else self.retry_period
+            await self._clock.sleep(delay)
 
     async def hold(self) -> None:
-        """Renew every ``retry_period``; return when no renewal succeeded for ``renew_deadline`` (leadership lost)."""
+        """Renew every ``retry_period``; return when no renewal succeeded for ``renew_deadline`` (leadership lost).
+
+        A process that wakes past its deadline (it was frozen) gives up without trying: the lease may be another's.
+        """
         while True:
             await self._clock.sleep(self.retry_period)
-            if await self.try_acquire_or_renew():
+            if self.leading() and await self.try_acquire_or_renew():
                 continue
-            if self._clock.monotonic() - self._last_renew >= self.renew_deadline:
+            if not self.leading():
                 self.is_leader = False
+                self._state = "leadership lost"
                 log.error("leadership lost", lease=f"{self.namespace}/{self.name}", identity=self.identity)
                 return
 

@@ -2,12 +2,16 @@
 
 Package map (one concept per module):
 
-* `model`, `placement`: the value types and the pure `place(snapshot, gang, options)` function;
+* `model`, `placement`: the value types (`Status` and its codes among them) and the pure
+  `place(snapshot, gang, options)` function with its public stages;
+* `quantity`: Kubernetes quantities → bounded integers (odd amounts never overflow a cycle);
 * `podspec`: pod and node dicts → requests, terms and `NodeInfo`/`BoundPod`;
 * `gangs`: PodGang + pods → `GangRequest` (readiness, malformed gangs, pins for partially bound gangs);
-* `cache`: capacity view with the assume / forget / confirm state machine, and per-cycle snapshots;
-* `queue`: the active / backoff / unschedulable rooms;
+* `source`: gang reads (PodGang, pods, priority) over the informer and scheduler caches;
+* `cache`: capacity view with the assume / forget / confirm state machine, set-aside nodes, per-cycle snapshots;
+* `queue`: the active / backoff / unschedulable rooms, chosen by a cycle's status code;
 * `scheduler`: the serial scheduling cycle and the concurrent binding cycles;
+* `postfilter`: the step after an Unschedulable placement, where preemption will live (a no-op by default);
 * `binder`: bounded concurrent binds with all-or-rollback on the minimum;
 * `recovery`: completes or rolls back gangs left partially bound by a killed scheduler;
 * `podgang_status`, `events`, `metrics`: what the scheduler publishes;

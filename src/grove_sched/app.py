@@ -8,11 +8,7 @@ Lease → recovery of partially bound gangs → the scheduling loop and the PodG
 
 from __future__ import annotations
 
-import os
-import socket
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -21,7 +17,7 @@ from grove_runtime.client import Client
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.controller import Controller
 from grove_runtime.events import EventRecorder
-from grove_runtime.leaderelection import LeaderElector
+from grove_runtime.leaderelection import LeaderElector, default_identity, unfenced
 from grove_runtime.manager import Manager
 from grove_runtime.metrics import ControllerMetrics
 from grove_runtime.resources import NODES, PODS, PRIORITYCLASSES
@@ -33,9 +29,11 @@ from grove_sched.gangs import GangKey
 from grove_sched.handlers import NodeEvents, PodEvents, PodGangEvents, PriorityClassEvents
 from grove_sched.metrics import SchedulerMetrics
 from grove_sched.podgang_status import PODGANGS, PodGangStatusReconciler, StatusBook
+from grove_sched.postfilter import PostFilter
 from grove_sched.queue import SchedulingQueue
 from grove_sched.recovery import RecoveryReport, recover
-from grove_sched.scheduler import GANG_INDEX, Scheduler, gang_index
+from grove_sched.scheduler import Scheduler
+from grove_sched.source import GANG_INDEX, GangSource, gang_index
 
 __all__ = ["SchedulerApp", "SchedulingRunnable", "build"]
 
@@ -66,8 +64,11 @@ class SchedulerApp:
     metrics: SchedulerMetrics
 
 
-def build(config: SchedulerConfig, client: Client, *, clock: Clock | None = None) -> SchedulerApp:
-    """Assemble a scheduler process against `client`."""
+def build(
+    config: SchedulerConfig, client: Client, *, clock: Clock | None = None, post_filter: PostFilter | None = None
+) -> SchedulerApp:
+    """Assemble a scheduler process against `client` (`post_filter`: what runs after an Unschedulable placement;
+    by default nothing)."""
     clock = clock or LoopClock()
     registry = CollectorRegistry()
     informers = Cache(client, clock=clock)
@@ -79,36 +80,45 @@ def build(config: SchedulerConfig, client: Client, *, clock: Clock | None = None
     metrics = SchedulerMetrics(registry)
     recorder = EventRecorder(client, config.scheduler_name, clock=clock)
     book = StatusBook()
+    elector = None
+    if config.leader_elect:
+        elector = LeaderElector(
+            client,
+            namespace=config.lease_namespace,
+            name=config.lease_name,
+            identity=config.identity or default_identity(),
+            lease_duration=config.lease_duration,
+            renew_deadline=config.renew_deadline,
+            retry_period=config.retry_period,
+            clock=clock,
+        )
+    leading = elector.leading if elector is not None else unfenced
+    source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_name)
     scheduler = Scheduler(
-        informers,
-        Binder(client, config.bind_concurrency),
+        source,
+        Binder(client, config.bind_concurrency, leading),
         GangEvents(recorder),
-        scheduler_name=config.scheduler_name,
         queue=SchedulingQueue(
             clock=clock,
             initial_backoff=config.initial_backoff,
             max_backoff=config.max_backoff,
             flush_after=config.unschedulable_flush,
         ),
-        cache=SchedulerCache(config.assumed_ttl),
         book=book,
         metrics=metrics,
         options=config.placement,
         clock=clock,
         inline_solve_limit=config.inline_solve_limit,
+        post_filter=post_filter,
     )
-
-    def pods_of(podgang: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
-        meta = podgang.get("metadata") or {}
-        return scheduler.pods_of(GangKey(str(meta.get("namespace", "")), str(meta.get("name", ""))), podgang)
-
     reconciler = PodGangStatusReconciler(
         client,
         book,
-        lambda key: informers.get(PODGANGS, key),
-        pods_of,
+        lambda key: source.podgang(GangKey(key.namespace, key.name)),
+        source.pods_of_podgang,
         config.scheduler_name,
         clock,
+        leading,
     )
     status = Controller(
         "podgang-status",
@@ -122,15 +132,6 @@ def build(config: SchedulerConfig, client: Client, *, clock: Clock | None = None
     nodes.add_handler(NodeEvents(scheduler))
     podgangs.add_handler(PodGangEvents(scheduler, status.enqueue))
     priorityclasses.add_handler(PriorityClassEvents(scheduler))
-    elector = None
-    if config.leader_elect:
-        elector = LeaderElector(
-            client,
-            namespace=config.lease_namespace,
-            name=config.lease_name,
-            identity=config.identity or f"{socket.gethostname()}-{os.getpid()}",
-            clock=clock,
-        )
     manager = Manager(
         client,
         cache=informers,

@@ -9,12 +9,17 @@ A group that can no longer reach its minimum stops the attempt early: binds not 
 
 A 409 on a bind can mean the POST was retried after it had already succeeded; the binder then reads the pod and
 counts the bind as successful if the pod sits on the intended node.
+
+Every write is fenced: right before each bind or delete the binder asks `leading` (the elector's fence) and, once
+it says no, sends nothing more and raises `LeadershipLost`: a scheduler frozen past its lease must not act on
+waking. A gang left partly bound that way is not rolled back (that would be a write too): the next leader
+completes it or rolls it back.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -22,6 +27,7 @@ from typing import Any, Protocol
 import structlog
 
 from grove_runtime import errors
+from grove_runtime.leaderelection import LeadershipLost, unfenced
 from grove_runtime.resources import PODS, ResourceType
 
 __all__ = ["BindClient", "BindOutcome", "BindPlan", "Binder"]
@@ -85,9 +91,10 @@ class BindOutcome:
 class Binder:
     """Binds gangs; one instance is shared by all binding cycles (the semaphore bounds total concurrency)."""
 
-    def __init__(self, client: BindClient, concurrency: int = 32) -> None:
+    def __init__(self, client: BindClient, concurrency: int = 32, leading: Callable[[], bool] = unfenced) -> None:
         self._client = client
         self._limit = asyncio.Semaphore(concurrency)
+        self.leading = leading
 
     async def bind(self, plan: BindPlan) -> BindOutcome:
         """Bind every pod of `plan`; roll back the binds of this attempt when a group misses its minimum."""
@@ -102,11 +109,18 @@ class Binder:
         bound: list[str] = []
         failed: dict[str, str] = {}
         abort = asyncio.Event()
+        fenced = False
 
         async def one(pod: str, node: str) -> None:
+            nonlocal fenced
             async with self._limit:
                 if abort.is_set():
                     failed[pod] = "skipped: the gang could not reach its minimum"
+                    return
+                if not self.leading():
+                    fenced = True
+                    abort.set()
+                    failed[pod] = "skipped: leadership lost"
                     return
                 error = await self._bind_one(plan.namespace, pod, node, plan.uids.get(pod) or None)
             if error is None:
@@ -120,6 +134,9 @@ class Binder:
                     abort.set()
 
         await asyncio.gather(*(one(pod, node) for pod, node in sorted(plan.assignments.items())))
+        if fenced:
+            log.warning("gang bind stopped: leadership lost", gang=f"{plan.namespace}/{plan.gang}", bound=len(bound))
+            raise LeadershipLost(f"stopped binding {plan.namespace}/{plan.gang} after {len(bound)} pod(s)")
         if not abort.is_set():
             return BindOutcome(True, tuple(sorted(bound)), MappingProxyType(failed))
         rolled, stuck = await self.delete_pods(plan.namespace, {pod: plan.uids.get(pod, "") for pod in bound})
@@ -133,12 +150,17 @@ class Binder:
         return BindOutcome(False, tuple(sorted(bound)), MappingProxyType(failed), rolled, stuck)
 
     async def delete_pods(self, namespace: str, pods: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """Delete pods (name → uid precondition); returns (deleted or already gone, failed)."""
+        """Delete pods (name → uid precondition); returns (deleted or already gone, failed). Raises
+        `LeadershipLost` (after the deletes already under way) once the fence says this process no longer leads."""
         done: list[str] = []
         stuck: list[str] = []
+        fenced: list[str] = []
 
         async def one(pod: str, uid: str) -> None:
             async with self._limit:
+                if not self.leading():
+                    fenced.append(pod)
+                    return
                 try:
                     await self._client.delete(
                         PODS, pod, namespace, preconditions={"uid": uid} if uid else None, grace_period_seconds=0
@@ -151,6 +173,8 @@ class Binder:
                     stuck.append(pod)
 
         await asyncio.gather(*(one(pod, uid) for pod, uid in sorted(pods.items())))
+        if fenced:
+            raise LeadershipLost(f"did not delete {len(fenced)} pod(s) in {namespace}: leadership lost")
         return tuple(sorted(done)), tuple(sorted(stuck))
 
     async def _bind_one(self, namespace: str, pod: str, node: str, uid: str | None) -> str | None:

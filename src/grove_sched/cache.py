@@ -15,6 +15,11 @@ State of one pod in this cache (after kube-scheduler's cache interface)::
          ▲                                                                     │
          └─────────────────────────────────────────────────────────────────────┘
 
+A node the scheduler cannot account (an allocatable quantity that is malformed, negative or beyond
+`grove_sched.quantity.MAX_QUANTITY`, or a node object that cannot be read at all) is **set aside**: it is in no
+snapshot until it changes into a readable one, and `node_upserted` returns the reason once, so the caller records
+a Warning Event on the Node. One odd node costs its own capacity, never the other gangs' cycles.
+
 `snapshot()` is taken once per scheduling cycle and never changes under the cycle that holds it. Building the
 numpy view from scratch costs ~0.4 s at 5,000 nodes and 50,000 pods, so the base (nodes + bound pods) is rebuilt
 only when a node changes, a pod already folded into it leaves, or more than `max_overlay` pods were bound since;
@@ -74,6 +79,7 @@ class SchedulerCache:
         self._ttl = assumed_ttl
         self._max_overlay = max_overlay
         self._nodes: dict[str, NodeInfo] = {}
+        self._set_aside: dict[str, str] = {}
         self._bound: dict[PodKey, BoundPod] = {}
         self._assumed: dict[PodKey, _Assumed] = {}
         self._label_keys: Counter[str] = Counter()
@@ -86,21 +92,37 @@ class SchedulerCache:
 
     # --- informer input -----------------------------------------------------------------------------------------
 
-    def node_upserted(self, node: Obj) -> None:
-        """A node was added or changed (labels, allocatable, taints, cordon)."""
-        info = node_info(node)
+    def node_upserted(self, node: Obj) -> str | None:
+        """A node was added or changed (labels, allocatable, taints, cordon); returns why it is set aside when
+        that is news (a node newly set aside, or for a new reason)."""
+        try:
+            info = node_info(node)
+        except (ValueError, TypeError, AttributeError, KeyError) as err:
+            return self._put_aside(str((node.get("metadata") or {}).get("name", "")), str(err))
+        self._set_aside.pop(info.name, None)
         old = self._nodes.get(info.name)
         if old == info:
-            return
+            return None
         if old is not None:
             self._label_keys.subtract(old.labels.keys())
         self._label_keys.update(info.labels.keys())
         self._label_keys = +self._label_keys
         self._nodes[info.name] = info
         self._invalidate()
+        return None
+
+    def _put_aside(self, name: str, reason: str) -> str | None:
+        known = self._set_aside.get(name)
+        self._set_aside[name] = reason
+        self._forget_node(name)
+        return None if known == reason else reason
 
     def node_deleted(self, name: str) -> None:
         """A node disappeared; pods bound to it no longer consume anything we could place on."""
+        self._set_aside.pop(name, None)
+        self._forget_node(name)
+
+    def _forget_node(self, name: str) -> None:
         old = self._nodes.pop(name, None)
         if old is not None:
             self._label_keys.subtract(old.labels.keys())
@@ -213,8 +235,13 @@ class SchedulerCache:
 
     @property
     def num_nodes(self) -> int:
-        """Known nodes."""
+        """Known nodes (set-aside ones excluded)."""
         return len(self._nodes)
+
+    @property
+    def set_aside(self) -> Mapping[str, str]:
+        """Nodes kept out of every snapshot, with the reason."""
+        return dict(self._set_aside)
 
     @property
     def num_assumed(self) -> int:

@@ -38,6 +38,24 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
     )
     parser.add_argument("--lease-name", default=defaults.lease_name)
     parser.add_argument("--lease-namespace", default=defaults.lease_namespace)
+    parser.add_argument(
+        "--leader-elect-lease-duration",
+        type=float,
+        default=defaults.lease_duration,
+        help="seconds a candidate waits after the last renewal it saw before taking the Lease over",
+    )
+    parser.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=defaults.renew_deadline,
+        help="seconds the leader keeps acting without a successful renewal (less than the lease duration)",
+    )
+    parser.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=defaults.retry_period,
+        help="seconds between attempts to acquire or renew the Lease",
+    )
     parser.add_argument("--bind-concurrency", type=int, default=defaults.bind_concurrency)
     parser.add_argument(
         "--inline-solve-limit",
@@ -47,6 +65,10 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
     )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
+    if not args.leader_elect_lease_duration > args.leader_elect_renew_deadline > args.leader_elect_retry_period > 0:
+        parser.error(
+            "need --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0"
+        )
     return SchedulerConfig(
         scheduler_name=args.scheduler_name,
         kubeconfig=args.kubeconfig,
@@ -54,6 +76,9 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         leader_elect=args.leader_elect,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
         bind_concurrency=args.bind_concurrency,
         inline_solve_limit=args.inline_solve_limit,
         log_level=args.log_level,

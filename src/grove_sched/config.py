@@ -24,6 +24,9 @@ class SchedulerConfig:
     leader_elect: bool = True
     lease_name: str = "grove-scheduler"
     lease_namespace: str = "grove-system"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
     identity: str | None = None
     bind_concurrency: int = 32
     initial_backoff: float = 1.0

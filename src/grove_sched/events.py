@@ -2,7 +2,8 @@
 
 Why: `kubectl describe pod` is where people look first. `FailedScheduling` (Warning) goes on every pod of the gang
 and on the PodGang with the placement's reasons; `Scheduled` (Normal) on each pod says where it went, with the
-same message kube-scheduler uses. Recording is best effort (the runtime `EventRecorder` logs API failures).
+same message kube-scheduler uses; `InvalidNodeResources` (Warning) on a Node the scheduler sets aside because it
+cannot account its allocatable. Recording is best effort (the runtime `EventRecorder` logs API failures).
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-__all__ = ["FAILED_SCHEDULING", "SCHEDULED", "EventSink", "GangEvents"]
+__all__ = ["FAILED_SCHEDULING", "INVALID_NODE_RESOURCES", "SCHEDULED", "EventSink", "GangEvents"]
 
 FAILED_SCHEDULING = "FailedScheduling"
 SCHEDULED = "Scheduled"
+INVALID_NODE_RESOURCES = "InvalidNodeResources"
 _POD = {"apiVersion": "v1", "kind": "Pod"}
+_NODE = {"apiVersion": "v1", "kind": "Node"}
 _PODGANG = {"apiVersion": "scheduler.grove.io/v1alpha1", "kind": "PodGang"}
 
 
@@ -51,6 +54,11 @@ class GangEvents:
         if podgang is not None:
             calls.append(self._sink.warning(_typed(podgang, _PODGANG), FAILED_SCHEDULING, message))
         await asyncio.gather(*calls)
+
+    async def node_set_aside(self, node: Mapping[str, Any], reason: str) -> None:
+        """InvalidNodeResources on a Node no pod is placed on until it changes."""
+        message = f"no pod is placed on this node until it changes: {reason}"
+        await self._sink.warning(_typed(node, _NODE), INVALID_NODE_RESOURCES, message)
 
     async def scheduled(self, pods: Mapping[str, Mapping[str, Any]], assignments: Mapping[str, str]) -> None:
         """Scheduled on each bound pod: "Successfully assigned ns/pod to node"."""

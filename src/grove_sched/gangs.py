@@ -23,7 +23,8 @@ from typing import Any
 from grove_api.labels import LABEL_MANAGED_BY, LABEL_PODGANG, LABEL_SCHEDULER_NAME, MANAGED_BY_VALUE
 from grove_api.podgang import CONDITION_INITIALIZED
 from grove_sched.model import GangRequest, GroupConfig, PodGroup, PodRef, TopologyConstraint
-from grove_sched.podspec import pod_requests, pod_terms
+from grove_sched.podspec import pod_terms
+from grove_sched.quantity import pod_demand
 
 __all__ = [
     "Assembly",
@@ -36,6 +37,7 @@ __all__ = [
     "gang_key_of_pod",
     "is_ours",
     "is_pending",
+    "min_replicas",
     "topology_keys",
 ]
 
@@ -125,6 +127,15 @@ def is_ours(podgang: Obj, pods: Mapping[str, Obj], scheduler_name: str) -> bool:
     return any((pod.get("spec") or {}).get("schedulerName") == scheduler_name for pod in pods.values())
 
 
+def min_replicas(group: Obj) -> int:
+    """A PodGroup's `minReplicas` as found; a value that is not a whole number counts as 0 (the API validates it, so
+    only a malformed object gets here, and assembly reports that one as malformed)."""
+    try:
+        return int(group.get("minReplicas") or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def _creating(podgang: Obj) -> bool:
     """The operator marks a PodGang `Initialized=False` while it still creates pods; references fill in meanwhile.
 
@@ -179,10 +190,10 @@ def _group(
     """A PodGroup whose template (labels, selectors, affinity) is its first pod by name."""
     ordered = sorted(pods, key=lambda p: str(p["metadata"]["name"]))
     template = pod_terms(ordered[0])
-    base = pod_requests(ordered[0])
+    base = pod_demand(ordered[0])
     refs = []
     for pod in ordered:
-        requests = pod_requests(pod)
+        requests = pod_demand(pod)
         meta = pod["metadata"]
         override = None if requests == base else MappingProxyType(requests)
         refs.append(PodRef(str(meta["name"]), str(meta.get("uid", "")), override))
@@ -249,7 +260,7 @@ def assemble(key: GangKey, podgang: Obj | None, pods: Mapping[str, Obj], ctx: As
     """
     try:
         return _assemble(key, podgang, pods, ctx)
-    except (ValueError, TypeError, KeyError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
         return Malformed(key, (f"cannot read the gang's pods: {err}",))
 
 

@@ -16,6 +16,7 @@ from grove_runtime.keys import ObjectKey
 from grove_sched.gangs import GangKey, gang_key_of_pod, is_pending
 from grove_sched.podspec import is_terminal
 from grove_sched.scheduler import Scheduler
+from grove_sched.source import creation_time
 
 __all__ = ["NodeEvents", "PodEvents", "PodGangEvents", "PriorityClassEvents"]
 
@@ -36,9 +37,9 @@ class PodEvents:
         self._status = status
 
     def _maybe_queue(self, pod: Obj) -> None:
-        if is_pending(pod, self._s.scheduler_name):
+        if is_pending(pod, self._s.source.scheduler_name):
             key = gang_key_of_pod(pod)
-            self._s.queue.add(key, self._s.gang_priority(key, pod), Scheduler.creation_time(pod))
+            self._s.queue.add(key, self._s.source.gang_priority(key, pod), creation_time(pod))
 
     def on_add(self, obj: Obj) -> None:
         """A new pod: account it if bound, queue its gang if it is ready for us."""
@@ -78,14 +79,19 @@ class NodeEvents:
     def __init__(self, scheduler: Scheduler) -> None:
         self._s = scheduler
 
+    def _upsert(self, node: Obj) -> None:
+        reason = self._s.cache.node_upserted(node)
+        if reason is not None:
+            self._s.node_set_aside(node, reason)
+
     def on_add(self, obj: Obj) -> None:
-        """A new node: more capacity."""
-        self._s.cache.node_upserted(obj)
+        """A new node: more capacity (unless it is set aside)."""
+        self._upsert(obj)
         self._s.queue.move_all()
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """Labels, allocatable, taints or cordon changed (heartbeats are ignored by the cache's equality check)."""
-        self._s.cache.node_upserted(new)
+        self._upsert(new)
         if _shape(old) != _shape(new):
             self._s.queue.move_all()
 
@@ -135,7 +141,7 @@ class PodGangEvents:
     def _queue(self, obj: Obj) -> None:
         meta = obj["metadata"]
         key = GangKey(str(meta.get("namespace", "")), str(meta["name"]))
-        self._s.queue.add(key, self._s.gang_priority(key), Scheduler.creation_time(obj))
+        self._s.queue.add(key, self._s.source.gang_priority(key), creation_time(obj))
 
     def on_add(self, obj: Obj) -> None:
         """A new PodGang: try it (assembly decides whether it is ready)."""

@@ -8,6 +8,7 @@ quantities are plain integers: cpu in millicores, memory in bytes, everything el
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -275,12 +276,49 @@ class Placement:
     stats: SolverStats
 
 
+class Code(enum.Enum):
+    """How a scheduling step ended (kube-scheduler's framework codes); each says what happens to the gang next."""
+
+    SUCCESS = "Success"
+    """Done: the gang leaves the queue (an event may bring it back)."""
+    UNSCHEDULABLE = "Unschedulable"
+    """Does not fit now; the post-filter (preemption) may make room, else the gang waits for a cluster event."""
+    UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
+    """Nothing, not even preemption, can help (the gang itself is wrong, or asks more than any node has); the gang
+    waits for a change to itself or to the nodes."""
+    ERROR = "Error"
+    """Something failed on the way (a bind, the cycle itself): retry after backoff."""
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """The outcome of a scheduling step: a `Code` and the sentences that explain it to a person."""
+
+    code: Code
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether the code is Success."""
+        return self.code is Code.SUCCESS
+
+    @property
+    def message(self) -> str:
+        """The reasons as one line (a condition message or an Event)."""
+        return "; ".join(self.reasons)
+
+
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
-    """The gang cannot be placed now; `reasons` are sentences a person can act on."""
+    """The gang cannot be placed now: `status` (Unschedulable or UnschedulableAndUnresolvable) says why."""
 
-    reasons: tuple[str, ...]
+    status: Status
     stats: SolverStats | None = None
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Sentences a person can act on."""
+        return self.status.reasons
 
 
 PlacementResult = Placement | Unschedulable

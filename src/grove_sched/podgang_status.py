@@ -24,8 +24,9 @@ from grove_runtime import errors
 from grove_runtime.client import Client
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.keys import ObjectKey, Result
+from grove_runtime.leaderelection import unfenced
 from grove_runtime.resources import ResourceType
-from grove_sched.gangs import is_ours
+from grove_sched.gangs import is_ours, min_replicas
 
 __all__ = [
     "PODGANGS",
@@ -93,7 +94,7 @@ def compute_phase(podgang: Obj, pods: Mapping[str, Obj]) -> str:
         return "Pending"
     bound_ok = running_ok = True
     for group in groups:
-        minimum = int(group.get("minReplicas") or 0)
+        minimum = min_replicas(group)
         members = [pods[str(r.get("name"))] for r in group.get("podReferences") or () if str(r.get("name")) in pods]
         live = [p for p in members if not (p.get("metadata") or {}).get("deletionTimestamp")]
         bound = sum(1 for p in live if (p.get("spec") or {}).get("nodeName"))
@@ -174,8 +175,10 @@ class PodGangStatusReconciler:
         pods_of: Callable[[Obj], Mapping[str, Obj]],
         scheduler_name: str,
         clock: Clock | None = None,
+        leading: Callable[[], bool] = unfenced,
     ) -> None:
         self._scheduler_name = scheduler_name
+        self._leading = leading
         self._client = client
         self._book = book
         self._get = get_podgang
@@ -204,6 +207,8 @@ class PodGangStatusReconciler:
         patch = status_patch(podgang, phase, self._book.get(key), self._clock.now())
         if patch is None:
             return Result()
+        if not self._leading():
+            return Result()  # a process past its renew deadline writes nothing; the next leader reconciles anew
         rv = (podgang.get("metadata") or {}).get("resourceVersion")
         if "conditions" in patch["status"] and rv:
             # A merge patch replaces the whole list: pin the version read so a condition the operator wrote

@@ -1,24 +1,19 @@
 """Translate plain pod and node dicts (as the informers store them) into the placement model's value types.
 
 Why a module of its own: the cache (bound pods, nodes) and gang assembly (pending pods) both need the same
-Kubernetes arithmetic: quantities to integers, effective pod requests (sum of containers, max with each init
-container, plus overhead), tolerations, node selectors and affinity terms. Keeping it here, pure and dict-based,
-lets both be tested without a cluster and keeps `placement` free of Kubernetes shapes.
+Kubernetes reading: tolerations, node selectors and affinity terms, and requests and allocatable through
+`grove_sched.quantity` (which bounds every amount). Keeping it here, pure and dict-based, lets both be tested
+without a cluster and keeps `placement` free of Kubernetes shapes.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from types import MappingProxyType
 from typing import Any
 
 from grove_sched.model import (
-    CPU,
-    PODS,
     BoundPod,
     LabelSelector,
     NodeInfo,
@@ -30,84 +25,17 @@ from grove_sched.model import (
     Toleration,
     WeightedPodAffinityTerm,
 )
+from grove_sched.quantity import bound_demand, node_capacity
 
 __all__ = [
     "PodTerms",
     "bound_pod",
     "is_terminal",
     "node_info",
-    "parse_quantity",
-    "pod_requests",
     "pod_terms",
 ]
 
 Obj = Mapping[str, Any]
-
-_SUFFIXES: Mapping[str, Decimal] = MappingProxyType(
-    {
-        "n": Decimal("1e-9"),
-        "u": Decimal("1e-6"),
-        "m": Decimal("1e-3"),
-        "": Decimal(1),
-        "k": Decimal(10**3),
-        "M": Decimal(10**6),
-        "G": Decimal(10**9),
-        "T": Decimal(10**12),
-        "P": Decimal(10**15),
-        "E": Decimal(10**18),
-        "Ki": Decimal(2**10),
-        "Mi": Decimal(2**20),
-        "Gi": Decimal(2**30),
-        "Ti": Decimal(2**40),
-        "Pi": Decimal(2**50),
-        "Ei": Decimal(2**60),
-    }
-)
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([numkMGTPE]i?|)$")
-
-
-def parse_quantity(value: object, resource: str) -> int:
-    """A Kubernetes quantity as an integer: millicores for cpu, whole units (rounded up) otherwise."""
-    text = str(value).strip()
-    match = _QUANTITY.match(text)
-    if match is None or (match.group(2).endswith("i") and match.group(2)[:-1] in ("n", "u", "m", "")):
-        raise ValueError(f"invalid quantity {text!r} for {resource}")
-    try:
-        amount = Decimal(match.group(1)) * _SUFFIXES[match.group(2)]
-    except (InvalidOperation, KeyError) as err:
-        raise ValueError(f"invalid quantity {text!r} for {resource}") from err
-    if resource == CPU:
-        amount *= 1000
-    return math.ceil(amount)
-
-
-def _resource_map(raw: Mapping[str, Any] | None) -> dict[str, int]:
-    """Parse a requests/allocatable map; every resource is accounted, extended ones included."""
-    return {str(name): parse_quantity(value, str(name)) for name, value in (raw or {}).items()}
-
-
-def _container_requests(container: Obj) -> dict[str, int]:
-    """Requests of one container; limits stand in for missing requests as the API server defaults them."""
-    resources = container.get("resources") or {}
-    merged = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
-    return _resource_map(merged)
-
-
-def pod_requests(pod: Obj) -> dict[str, int]:
-    """Effective requests: max(sum of containers, each init container) plus overhead (the kube-scheduler rule)."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or ():
-        for name, amount in _container_requests(container).items():
-            total[name] = total.get(name, 0) + amount
-    for init in spec.get("initContainers") or ():
-        for name, amount in _container_requests(init).items():
-            total[name] = max(total.get(name, 0), amount)
-    for name, amount in _resource_map(spec.get("overhead")).items():
-        total[name] = total.get(name, 0) + amount
-    total.pop(PODS, None)
-    return {name: amount for name, amount in sorted(total.items()) if amount}
 
 
 def is_terminal(pod: Obj) -> bool:
@@ -145,9 +73,16 @@ def _pod_term(raw: Obj) -> PodAffinityTerm:
     )
 
 
+def _weight(value: object) -> int:
+    """A preference weight; Kubernetes allows 1 to 100 (anything else would skew the objective's tiers)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+        raise ValueError(f"preference weight {value!r} is not a whole number in 1..100")
+    return value
+
+
 def _weighted(raw: Iterable[Obj]) -> tuple[WeightedPodAffinityTerm, ...]:
     return tuple(
-        WeightedPodAffinityTerm(int(t.get("weight", 1)), _pod_term(t.get("podAffinityTerm") or {})) for t in raw
+        WeightedPodAffinityTerm(_weight(t.get("weight", 1)), _pod_term(t.get("podAffinityTerm") or {})) for t in raw
     )
 
 
@@ -192,7 +127,7 @@ def pod_terms(pod: Obj) -> PodTerms:
         ),
         required_node_terms=tuple(_node_term(t) for t in required.get("nodeSelectorTerms") or ()),
         preferred_node_terms=tuple(
-            PreferredNodeTerm(int(t.get("weight", 1)), _node_term(t.get("preference") or {}))
+            PreferredNodeTerm(_weight(t.get("weight", 1)), _node_term(t.get("preference") or {}))
             for t in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
         ),
         pod_affinity=tuple(_pod_term(t) for t in pod_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or ()),
@@ -212,9 +147,17 @@ def bound_pod(pod: Obj, node: str | None = None) -> BoundPod:
         namespace=str(meta.get("namespace", "")),
         node=str(node or spec.get("nodeName") or ""),
         labels=_str_map(meta.get("labels")),
-        requests=MappingProxyType(pod_requests(pod)),
-        anti_affinity=tuple(_pod_term(t) for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ()),
+        requests=MappingProxyType(bound_demand(pod)),
+        anti_affinity=_bound_anti_affinity(anti),
     )
+
+
+def _bound_anti_affinity(anti: Obj) -> tuple[PodAffinityTerm, ...]:
+    """A bound pod's required anti-affinity; terms the API would never have accepted are ignored, not fatal."""
+    try:
+        return tuple(_pod_term(t) for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
+    except (AttributeError, TypeError, ValueError):
+        return ()
 
 
 def node_info(node: Obj) -> NodeInfo:
@@ -222,7 +165,7 @@ def node_info(node: Obj) -> NodeInfo:
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
-    allocatable = _resource_map(status.get("allocatable") or status.get("capacity"))
+    allocatable = node_capacity(status.get("allocatable") or status.get("capacity"))
     taints = tuple(
         Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect") or "NoSchedule"))
         for t in spec.get("taints") or ()

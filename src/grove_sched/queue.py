@@ -10,11 +10,12 @@ Why three rooms (after kube-scheduler's activeQ / backoffQ / unschedulable pods)
   uncordoned or changed, a pod deleted or finished) or for their own PodGang/pods to change (`add`), or for the
   periodic flush after `flush_after` seconds; then they go to backoff (if their backoff has not expired) or active.
 
-Transitions::
+An attempt ends with a `grove_sched.model.Code` (the cycle's `Status`), which alone decides the room::
 
-    add ──▶ active ──pop()──▶ in flight ──done(SCHEDULED)──▶ (forgotten)
-              ▲                   │  └────done(ERROR)────────▶ backoff ──expiry──▶ active
-              │                   └──done(UNSCHEDULABLE)─────▶ unschedulable ──event/flush──▶ backoff | active
+    add ──▶ active ──pop()──▶ in flight ──done(SUCCESS)──▶ (forgotten)
+              ▲                   │  └────done(ERROR)──────▶ backoff ──expiry──▶ active
+              │                   └──done(UNSCHEDULABLE | UNSCHEDULABLE_AND_UNRESOLVABLE)
+              │                                            ──▶ unschedulable ──event/flush──▶ backoff | active
 
 An event that arrives while a gang is in flight is remembered: if that attempt then ends unschedulable, the gang
 goes to backoff instead of waiting for another event that may never come.
@@ -32,18 +33,11 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from grove_runtime.clock import Clock, LoopClock
+from grove_sched.model import Code
 
-__all__ = ["Outcome", "QueueClosed", "Room", "SchedulingQueue"]
+__all__ = ["QueueClosed", "Room", "SchedulingQueue"]
 
 K = TypeVar("K", bound=Hashable)
-
-
-class Outcome(enum.Enum):
-    """How an attempt ended; each value's requeue consequence is in the module docstring."""
-
-    SCHEDULED = "scheduled"
-    UNSCHEDULABLE = "unschedulable"
-    ERROR = "error"
 
 
 class Room(enum.Enum):
@@ -168,15 +162,15 @@ class SchedulingQueue(Generic[K]):
             entry.version += 1
             del self._rooms[entry.room][key]
 
-    def done(self, key: K, outcome: Outcome) -> None:
-        """Record the end of an attempt popped earlier."""
+    def done(self, key: K, code: Code) -> None:
+        """Record how an attempt popped earlier ended (its status code)."""
         entry = self._entries.get(key)
         if entry is None or entry.room is not Room.IN_FLIGHT or self._closed:
             return
         now = self._clock.monotonic()
         event, readd = entry.event_in_flight, entry.readd
         entry.event_in_flight = entry.readd = False
-        if outcome is Outcome.SCHEDULED:
+        if code is Code.SUCCESS:
             entry.attempts = 0
             if readd:
                 self._move(key, entry, Room.ACTIVE)
@@ -187,7 +181,7 @@ class SchedulingQueue(Generic[K]):
             return
         entry.attempts += 1
         entry.backoff_until = now + self.backoff(entry.attempts)
-        if outcome is Outcome.UNSCHEDULABLE and not event:
+        if code is not Code.ERROR and not event:
             self._move(key, entry, Room.UNSCHEDULABLE)
             entry.parked_at = now
             entry.version += 1

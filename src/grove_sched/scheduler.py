@@ -4,20 +4,28 @@ Why this shape (kube-scheduler's `ScheduleOne`): decisions must be serial, since
 capacity the previous one took, but binding is I/O and may run concurrently. So the cycle is:
 
 1. pop the best gang from the queue;
-2. assemble it from the informer caches (`gangs.assemble`), treating assumed pods as bound;
+2. assemble it through the `GangSource` (informer caches, assumed pods shown as bound);
 3. take the cache's immutable snapshot and `place` it (see "where the solver runs" below);
-4. `assume` the placement in the scheduler cache, so the next cycle already sees the capacity as used;
-5. spawn the binding cycle and go back to 1.
+4. on an Unschedulable status, run the post-filter (where preemption lives; `grove_sched.postfilter`);
+5. else `assume` the placement in the scheduler cache, so the next cycle already sees the capacity as used;
+6. spawn the binding cycle and go back to 1.
 
-The binding cycle binds through `Binder` (all-or-rollback on the minimum), then on success records the verdict
-and the `Scheduled` events; on failure it forgets the assumption and puts the gang into backoff. The gang stays
-"in flight" in the queue until its binding cycle ends, so no second attempt can race the first.
+Every attempt ends with one `Status` (`grove_sched.model`): its code alone decides where the queue puts the gang
+(`SchedulingQueue.done`), and a failure's reasons become the PodGang's `Scheduled` condition and the
+`FailedScheduling` Events (once per distinct verdict). The binding cycle binds through `Binder` (all-or-rollback
+on the minimum), then on success records the verdict and the `Scheduled` events; on failure it forgets the
+assumption and ends with an Error status (backoff). The gang stays "in flight" in the queue until its binding
+cycle ends, so no second attempt can race the first. `assume` and `bind` are the one path from a placement to
+bound pods: start-up recovery (`grove_sched.recovery`) completes partially bound gangs through them too.
+
+Leadership: the binder is fenced (`Binder.leading`). Once the fence says this process no longer leads, the loop
+starts no new cycle, and on the way out the running binding cycles are cancelled instead of awaited.
 
 Where the solver runs: a greedy placement costs a few ms of CPU, but handed to a worker thread it took ~10x that
 in wall time in a busy scheduler: the thread and the event loop (binds, Events, watch decoding of the previous
 gangs) fight over the GIL, and the result then waits its turn in the loop's ready queue (measured at 1,000 nodes:
 3.5 ms CPU, 11 ms in the thread, 23 ms until the cycle resumed). So `place` runs on the loop thread while solves
-stay short: whenever the previous solve took at most `inline_solve_limit` seconds of CPU. After a longer one
+stay short (`Solver`): whenever the previous solve took at most `inline_solve_limit` seconds of CPU. After a longer one
 (CP-SAT, which releases the GIL while it searches) the solves run in a worker thread until one is short again,
 so a run of long solves blocks the loop at most once. CPU time, not wall time, decides, so a solve slowed by a
 busy machine does not flip the mode. Each cycle first yields to the loop, so binds and informer events of
@@ -27,84 +35,99 @@ earlier gangs keep flowing between cycles.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import datetime as dt
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import structlog
 
-from grove_api.labels import LABEL_PODGANG
-from grove_runtime.cache import Cache
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.keys import ObjectKey
-from grove_runtime.resources import PODS, PRIORITYCLASSES
-from grove_sched.binder import Binder, BindPlan
-from grove_sched.cache import PodKey, SchedulerCache
+from grove_runtime.leaderelection import LeadershipLost
+from grove_sched.binder import Binder, BindOutcome, BindPlan
+from grove_sched.cache import PodKey
 from grove_sched.events import GangEvents
-from grove_sched.gangs import Assembly, AssemblyContext, GangKey, Malformed, ReadyGang, Waiting, assemble
+from grove_sched.gangs import GangKey, Malformed, ReadyGang, Waiting
 from grove_sched.metrics import SchedulerMetrics
-from grove_sched.model import GangRequest, Placement, PlacementOptions, Unschedulable
+from grove_sched.model import (
+    Code,
+    GangRequest,
+    Placement,
+    PlacementOptions,
+    PlacementResult,
+    Status,
+    Unschedulable,
+)
 from grove_sched.placement import Snapshot, assumed_pods, place
 from grove_sched.podgang_status import (
-    PODGANGS,
     REASON_INVALID,
     REASON_SCHEDULED,
     REASON_UNSCHEDULABLE,
     ScheduledState,
     StatusBook,
 )
-from grove_sched.queue import Outcome, QueueClosed, SchedulingQueue
+from grove_sched.postfilter import NoPostFilter, PostFilter
+from grove_sched.queue import QueueClosed, SchedulingQueue
+from grove_sched.source import GangSource
 
-__all__ = ["GANG_INDEX", "Scheduler", "gang_index"]
+__all__ = ["Scheduler", "Solver"]
 
 log = structlog.get_logger("grove_sched.scheduler")
 Obj = Mapping[str, Any]
-GANG_INDEX = "grove-sched-podgang"
+_ATTEMPT = {Code.UNSCHEDULABLE: "unschedulable", Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "unresolvable"}
 
 
-def gang_index(pod: Obj) -> tuple[str, ...]:
-    """Pod index value `namespace/podgang` for pods labelled with a PodGang."""
-    meta = pod.get("metadata") or {}
-    gang = (meta.get("labels") or {}).get(LABEL_PODGANG)
-    return (f"{meta.get('namespace', '')}/{gang}",) if gang else ()
+class Solver:
+    """Runs `place` on the loop thread while solves are short, else in a worker thread (module docstring)."""
+
+    def __init__(self, options: PlacementOptions | None = None, inline_limit: float = 0.02) -> None:
+        self.options = options or PlacementOptions()
+        self._inline_limit = inline_limit
+        self._last_cpu = 0.0
+
+    async def solve(self, snapshot: Snapshot, request: GangRequest) -> PlacementResult:
+        """`place(snapshot, request)`, inline or in a worker thread."""
+        if self._inline_limit > 0 and self._last_cpu <= self._inline_limit:
+            result, self._last_cpu = _timed_place(snapshot, request, self.options)
+            if self._last_cpu > self._inline_limit:
+                log.debug("long solve on the loop, the next one runs in a worker thread", gang=request.name)
+            return result
+        result, self._last_cpu = await asyncio.to_thread(_timed_place, snapshot, request, self.options)
+        return result
 
 
 class Scheduler:
-    """Owns the queue, the scheduler cache and the binding cycles; reads objects from the shared informer cache."""
+    """Owns the queue, the scheduler cache and the binding cycles; reads gangs through its `GangSource`."""
 
     def __init__(
         self,
-        informers: Cache,
+        source: GangSource,
         binder: Binder,
         events: GangEvents,
         *,
-        scheduler_name: str = "grove-scheduler",
         queue: SchedulingQueue[GangKey] | None = None,
-        cache: SchedulerCache | None = None,
         book: StatusBook | None = None,
         metrics: SchedulerMetrics | None = None,
         options: PlacementOptions | None = None,
         clock: Clock | None = None,
         inline_solve_limit: float = 0.02,
+        post_filter: PostFilter | None = None,
     ) -> None:
-        self.informers = informers
+        self.source = source
+        self.cache = source.cache
         self.binder = binder
         self.events = events
-        self.scheduler_name = scheduler_name
         self.clock = clock or LoopClock()
         self.queue: SchedulingQueue[GangKey] = queue or SchedulingQueue(clock=self.clock)
-        self.cache = cache or SchedulerCache()
         self.book = book or StatusBook()
         self.metrics = metrics or SchedulerMetrics()
-        self.options = options or PlacementOptions()
+        self.solver = Solver(options, inline_solve_limit)
+        self.post_filter: PostFilter = post_filter or NoPostFilter()
         self._status_changed: Callable[[ObjectKey], None] = lambda _key: None
         self._ready_since: dict[GangKey, float] = {}
         self._last_reasons: dict[GangKey, tuple[str, ...]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._inline_limit = inline_solve_limit
-        self._last_solve_cpu = 0.0
+        self._running = False
 
     def set_status_trigger(self, trigger: Callable[[ObjectKey], None]) -> None:
         """Called with a PodGang's key whenever its recorded verdict changes (the status controller's enqueue)."""
@@ -118,85 +141,36 @@ class Scheduler:
         if not key.single:
             self.book.drop(ObjectKey(key.namespace, key.name))
 
-    # --- reading the world --------------------------------------------------------------------------------------
-
-    def podgang(self, key: GangKey) -> Obj | None:
-        """The PodGang of a (non-single) gang from the informer cache."""
-        return None if key.single else self.informers.get(PODGANGS, ObjectKey(key.namespace, key.name))
-
-    def pods_of(self, key: GangKey, podgang: Obj | None) -> dict[str, Obj]:
-        """Referenced and labelled pods of a gang by name; assumed pods appear bound to their assumed node."""
-        found: dict[str, Obj] = {}
-        if key.single:
-            pod = self.informers.get(PODS, ObjectKey(key.namespace, key.name))
-            if pod is not None:
-                found[key.name] = pod
-        else:
-            for pod in self.informers.by_index(PODS, GANG_INDEX, f"{key.namespace}/{key.name}"):
-                found[str(pod["metadata"]["name"])] = pod
-            for group in ((podgang or {}).get("spec") or {}).get("podgroups") or ():
-                for ref in group.get("podReferences") or ():
-                    name = str(ref.get("name"))
-                    if name not in found:
-                        referenced = self.informers.get(PODS, ObjectKey(key.namespace, name))
-                        if referenced is not None:
-                            found[name] = referenced
-        for name, member in list(found.items()):
-            node = self.cache.assumed_node(PodKey(key.namespace, name))
-            if node is not None and not (member.get("spec") or {}).get("nodeName"):
-                found[name] = {**member, "spec": {**(member.get("spec") or {}), "nodeName": node}}
-        return found
-
-    def priority_of(self, name: str) -> int | None:
-        """Value of a PriorityClass, if the informer knows it."""
-        try:
-            pc = self.informers.get(PRIORITYCLASSES, ObjectKey("", name))
-        except KeyError:
-            return None
-        return int(pc.get("value") or 0) if pc is not None else None
-
-    def gang_priority(self, key: GangKey, pod: Obj | None = None) -> int:
-        """PriorityClass value of the PodGang's class, else of the pod's class, else the pod's `spec.priority`."""
-        if pod is None and key.single:
-            pod = self.informers.get(PODS, ObjectKey(key.namespace, key.name))
-        pod_spec = (pod or {}).get("spec") or {}
-        for name in (
-            ((self.podgang(key) or {}).get("spec") or {}).get("priorityClassName"),
-            pod_spec.get("priorityClassName"),
-        ):
-            value = self.priority_of(str(name)) if name else None
-            if value is not None:
-                return value
-        return int(pod_spec.get("priority") or 0)
+    def node_set_aside(self, node: Obj, reason: str) -> None:
+        """The cache set a node aside: log it, and record a Warning Event on it while this process schedules."""
+        log.warning("node set aside", node=(node.get("metadata") or {}).get("name"), reason=reason)
+        if self._running:
+            self.spawn(self.events.node_set_aside(node, reason))
 
     def refresh_priorities(self) -> None:
         """Re-resolve every queued gang's priority (PriorityClasses may have synced after the gangs were queued)."""
         for key in self.queue.held():
-            self.queue.set_priority(key, self.gang_priority(key))
-
-    def assemble(self, key: GangKey) -> tuple[Assembly, Obj | None]:
-        """Assemble one gang from the current caches."""
-        podgang = self.podgang(key)
-        ctx = AssemblyContext(
-            scheduler_name=self.scheduler_name,
-            node_label_keys=self.cache.node_label_keys,
-            node_labels=self.cache.node_labels,
-            priority_of=self.priority_of,
-        )
-        return assemble(key, podgang, self.pods_of(key, podgang), ctx), podgang
+            self.queue.set_priority(key, self.source.gang_priority(key))
 
     # --- the loop -----------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Schedule until cancelled; in-flight binding cycles are awaited (not cancelled) on the way out."""
+        """Schedule until cancelled, or raise `LeadershipLost` once the fence says this process no longer leads
+        (the manager then exits as for a lost lease). On the way out binding cycles are awaited (a cancelled bind
+        would leave a partial gang behind), unless leadership is lost: then they are cancelled."""
         self.refresh_priorities()
+        self._running = True
+        for name, reason in sorted(self.cache.set_aside.items()):  # set aside before this process led
+            self.spawn(self.events.node_set_aside({"metadata": {"name": name}}, reason))
         try:
-            while True:
+            while self.binder.leading():
                 await asyncio.sleep(0)  # let binds and informer events of earlier gangs run between cycles
                 try:
                     key = await self.queue.pop()
                 except QueueClosed:
                     return
+                if not self.binder.leading():
+                    break
                 self._publish_pending()
                 try:
                     await self.schedule_one(key)
@@ -205,14 +179,19 @@ class Scheduler:
                 except Exception:
                     log.exception("scheduling cycle failed", gang=str(key))
                     self.metrics.attempts.labels(result="error").inc()
-                    self.queue.done(key, Outcome.ERROR)
+                    self.queue.done(key, Code.ERROR)
                 self._publish_pending()
+            raise LeadershipLost("the renew deadline passed: no further scheduling cycles")
         finally:
+            self._running = False
             self.queue.close()
+            if not self.binder.leading():
+                for task in list(self._tasks):
+                    task.cancel()
             await self.drain()
 
     async def drain(self) -> None:
-        """Wait for every running binding cycle (a cancelled bind would leave a partial gang behind)."""
+        """Wait for every running binding cycle."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
@@ -220,54 +199,44 @@ class Scheduler:
         """One scheduling cycle for `key` (popped from the queue)."""
         now = self.clock.monotonic()
         self.cache.cleanup_expired(now)
-        assembly, podgang = self.assemble(key)
+        assembly, podgang = self.source.assemble(key)
         if isinstance(assembly, Waiting):
             log.debug("gang not ready", gang=str(key), reason=assembly.reason)
             self._ready_since.pop(key, None)
-            self.queue.done(key, Outcome.SCHEDULED)
+            self.queue.done(key, Code.SUCCESS)  # nothing to do until the gang's pods or PodGang change
             return
         if isinstance(assembly, Malformed):
             self.metrics.attempts.labels(result="invalid").inc()
-            pods = list(self.pods_of(key, podgang).values())
-            self._report_failure(key, podgang, pods, assembly.reasons, REASON_INVALID)
-            self.queue.done(key, Outcome.UNSCHEDULABLE)
+            pods = list(self.source.pods_of(key, podgang).values())
+            self._failed(
+                key, podgang, pods, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, assembly.reasons), REASON_INVALID
+            )
             return
         self._ready_since.setdefault(key, now)
         snapshot = self.cache.snapshot()
         start = self.clock.monotonic()
-        result = await self._solve(snapshot, assembly.request)
+        result = await self.solver.solve(snapshot, assembly.request)
         self.metrics.solve_time.observe(self.clock.monotonic() - start)
-        if isinstance(result, Unschedulable) and assembly.required_pods == 0:
-            log.debug("no extra pod of the gang fits now", gang=str(key), reasons=list(result.reasons))
-            self.queue.done(key, Outcome.UNSCHEDULABLE)
+        if isinstance(result, Placement) and result.assignments:
+            self._assume_and_bind(assembly, podgang, result)
             return
-        if isinstance(result, Unschedulable):
-            self.metrics.attempts.labels(result="unschedulable").inc()
-            self._report_failure(key, podgang, list(assembly.pods.values()), result.reasons, REASON_UNSCHEDULABLE)
-            self.queue.done(key, Outcome.UNSCHEDULABLE)
+        status = result.status if isinstance(result, Unschedulable) else Status(Code.UNSCHEDULABLE)
+        if assembly.required_pods == 0:
+            log.debug("no extra pod of the gang fits now", gang=str(key), reasons=list(status.reasons))
+            self.queue.done(key, Code.UNSCHEDULABLE)
             return
-        if not result.assignments:
-            log.debug("no extra pod of the gang fits now", gang=str(key))
-            self.queue.done(key, Outcome.UNSCHEDULABLE)
-            return
-        self._assume_and_bind(assembly, podgang, result)
+        if status.code is Code.UNSCHEDULABLE:
+            status = await self.post_filter.post_filter(assembly, snapshot, status)
+        self.metrics.attempts.labels(result=_ATTEMPT.get(status.code, status.code.value.lower())).inc()
+        self._failed(key, podgang, list(assembly.pods.values()), status, REASON_UNSCHEDULABLE)
 
-    async def _solve(self, snapshot: Snapshot, request: GangRequest) -> Placement | Unschedulable:
-        """`place` on the loop thread while solves are short, else in a worker thread (module docstring)."""
-        if self._inline_limit > 0 and self._last_solve_cpu <= self._inline_limit:
-            result, self._last_solve_cpu = _timed_place(snapshot, request, self.options)
-            if self._last_solve_cpu > self._inline_limit:
-                log.debug("long solve on the loop, the next one runs in a worker thread", gang=request.name)
-            return result
-        result, self._last_solve_cpu = await asyncio.to_thread(_timed_place, snapshot, request, self.options)
-        return result
+    # --- from a placement to bound pods (the binding cycle and recovery) ----------------------------------------
 
-    def _assume_and_bind(self, gang: ReadyGang, podgang: Obj | None, placement: Placement) -> None:
-        """Assume the placement and start its binding cycle."""
+    def assume(self, gang: ReadyGang, placement: Placement) -> BindPlan:
+        """Count the placement against capacity in the scheduler cache; returns what `bind` must bind."""
         uids = {name: str((pod.get("metadata") or {}).get("uid", "")) for name, pod in gang.pods.items()}
-        assumed = assumed_pods(gang.request, placement)
-        self.cache.assume((pod, uids.get(pod.name, "")) for pod in assumed)
-        plan = BindPlan(
+        self.cache.assume((pod, uids.get(pod.name, "")) for pod in assumed_pods(gang.request, placement))
+        return BindPlan(
             namespace=gang.key.namespace,
             gang=gang.key.name,
             assignments=placement.assignments,
@@ -275,38 +244,50 @@ class Scheduler:
             group_of={ref.name: group.name for group in gang.request.groups for ref in group.pods},
             group_min={group.name: group.min_replicas for group in gang.request.groups},
         )
-        task = asyncio.get_running_loop().create_task(self._binding_cycle(gang, podgang, placement, plan))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+
+    async def bind(self, plan: BindPlan) -> BindOutcome:
+        """Bind an assumed plan: if the gang misses its minimum (or binding raises) the whole assumption is
+        forgotten; else only the pods that failed, and the bound ones await the informer's confirmation."""
+        keys = [PodKey(plan.namespace, pod) for pod in plan.assignments]
+        try:
+            outcome = await self.binder.bind(plan)
+        except BaseException:
+            self.cache.forget(keys)
+            raise
+        if not outcome.ok:
+            self.cache.forget(keys)
+            return outcome
+        self.cache.forget(PodKey(plan.namespace, pod) for pod in outcome.failed)
+        self.cache.finish_binding((PodKey(plan.namespace, pod) for pod in outcome.bound), self.clock.monotonic())
+        self.metrics.pods_bound.inc(len(outcome.bound))
+        return outcome
+
+    def _assume_and_bind(self, gang: ReadyGang, podgang: Obj | None, placement: Placement) -> None:
+        """Assume the placement and start its binding cycle."""
+        plan = self.assume(gang, placement)
+        self.spawn(self._binding_cycle(gang, podgang, placement, plan))
 
     async def _binding_cycle(self, gang: ReadyGang, podgang: Obj | None, placement: Placement, plan: BindPlan) -> None:
         key = gang.key
         start = self.clock.monotonic()
         try:
-            outcome = await self.binder.bind(plan)
+            outcome = await self.bind(plan)
+        except LeadershipLost as exc:
+            log.warning("binding cycle stopped: leadership lost", gang=str(key), reason=str(exc))
+            return
         except Exception as exc:
             log.exception("binding cycle crashed", gang=str(key))
-            self.cache.forget(PodKey(key.namespace, p) for p in plan.assignments)
             self.metrics.attempts.labels(result="error").inc()
-            self._report_failure(
-                key, podgang, list(gang.pods.values()), (f"binding failed: {exc!r}",), REASON_UNSCHEDULABLE
-            )
-            self.queue.done(key, Outcome.ERROR)
+            self._failed(key, podgang, list(gang.pods.values()), Status(Code.ERROR, (f"binding failed: {exc!r}",)))
             return
         now = self.clock.monotonic()
         self.metrics.bind_time.observe(now - start)
-        failed = [PodKey(key.namespace, p) for p in outcome.failed]
         if not outcome.ok:
-            self.cache.forget(PodKey(key.namespace, p) for p in plan.assignments)
             self.metrics.attempts.labels(result="bind_failed").inc()
             self.metrics.rollbacks.labels(cause="bind").inc()
-            self._report_failure(key, podgang, list(gang.pods.values()), outcome.reasons, REASON_UNSCHEDULABLE)
-            self.queue.done(key, Outcome.ERROR)
+            self._failed(key, podgang, list(gang.pods.values()), Status(Code.ERROR, outcome.reasons))
             return
-        self.cache.forget(failed)
-        self.cache.finish_binding((PodKey(key.namespace, p) for p in outcome.bound), now)
         self.metrics.attempts.labels(result="scheduled").inc()
-        self.metrics.pods_bound.inc(len(outcome.bound))
         self.metrics.score.observe(placement.score)
         ready = self._ready_since.pop(key, None)
         if ready is not None:
@@ -322,28 +303,35 @@ class Scheduler:
             )
             self._status_changed(ObjectKey(key.namespace, key.name))
         log.info("gang bound", gang=str(key), pods=len(outcome.bound), nodes=len(nodes), score=placement.score)
-        leftover = len(gang.pods) > len(outcome.bound)
-        self.queue.done(key, Outcome.UNSCHEDULABLE if leftover else Outcome.SCHEDULED)
+        leftover = len(gang.pods) > len(outcome.bound)  # extras that did not fit wait for capacity
+        self.queue.done(key, Code.UNSCHEDULABLE if leftover else Code.SUCCESS)
         self._publish_pending()
         await self.events.scheduled(gang.pods, {p: plan.assignments[p] for p in outcome.bound})
 
-    def _report_failure(
-        self, key: GangKey, podgang: Obj | None, pods: list[Obj], reasons: tuple[str, ...] | list[str], reason: str
+    # --- publishing ---------------------------------------------------------------------------------------------
+
+    def _failed(
+        self, key: GangKey, podgang: Obj | None, pods: list[Obj], status: Status, reason: str = REASON_UNSCHEDULABLE
     ) -> None:
+        """A failed attempt: report it (condition `reason`, Events) and queue the gang by the status code."""
+        self._report_failure(key, podgang, pods, status, reason)
+        self.queue.done(key, status.code)
+
+    def _report_failure(self, key: GangKey, podgang: Obj | None, pods: list[Obj], status: Status, reason: str) -> None:
         """Condition on the PodGang (via the status book) and FailedScheduling events, once per distinct verdict."""
-        reasons = tuple(reasons)
-        log.info("gang not scheduled", gang=str(key), reason=reason, reasons=list(reasons))
+        reasons = status.reasons
+        log.info("gang not scheduled", gang=str(key), code=status.code.value, reason=reason, reasons=list(reasons))
         if self._last_reasons.get(key) == reasons:
             return
         self._last_reasons[key] = reasons
         if not key.single:
             okey = ObjectKey(key.namespace, key.name)
-            self.book.record(okey, ScheduledState(False, reason, "; ".join(reasons)))
+            self.book.record(okey, ScheduledState(False, reason, status.message))
             self._status_changed(okey)
         self.spawn(self.events.failed(podgang, pods, reasons))
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run a best-effort coroutine in the background (awaited by `drain`)."""
+        """Run a coroutine in the background (awaited by `drain`)."""
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -351,20 +339,8 @@ class Scheduler:
     def _publish_pending(self) -> None:
         self.metrics.set_pending({room.value: n for room, n in self.queue.counts().items()})
 
-    @staticmethod
-    def creation_time(obj: Obj) -> float:
-        """Creation timestamp as epoch seconds (queue age); 0 when absent or unparsable."""
-        raw = (obj.get("metadata") or {}).get("creationTimestamp")
-        if not raw:
-            return 0.0
-        with contextlib.suppress(ValueError):
-            return dt.datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
-        return 0.0
 
-
-def _timed_place(
-    snapshot: Snapshot, request: GangRequest, options: PlacementOptions
-) -> tuple[Placement | Unschedulable, float]:
+def _timed_place(snapshot: Snapshot, request: GangRequest, options: PlacementOptions) -> tuple[PlacementResult, float]:
     """`place` and the CPU seconds it took on the calling thread."""
     start = time.thread_time()
     result = place(snapshot, request, options)

@@ -2,11 +2,69 @@
 
 The scheduler loop builds a `Snapshot` per cycle (or derives one with `Snapshot.with_assumed`), calls `place`,
 and binds or reports. Nothing here performs I/O, reads a clock or keeps global state.
+
+The stages `place` chains are public too, for tests and benchmarks that look at one of them (the modules behind
+them stay private): `build_problem` (stage 1: validate, split, filter), `deciding_level` and `candidates` (stage
+2), `greedy`, `prune_bounds` and `greedy_plans` (stage 3), `class_units` / `node_units` and `solve` (stage 4),
+`weights` / `evaluate` (the objective) and `placement_score`.
 """
 
 from __future__ import annotations
 
-from grove_sched.placement._place import assumed_pods, place
-from grove_sched.placement._snapshot import LabelColumns, Snapshot
+from grove_sched.placement._cpsat import SolveResult, solve
+from grove_sched.placement._domains import Candidates, Level, candidates, deciding_level
+from grove_sched.placement._fragment import Profile, may_fragment, profile, shape_counts, unusable_gpus
+from grove_sched.placement._greedy import greedy
+from grove_sched.placement._objective import Weights, evaluate, weights
+from grove_sched.placement._place import assumed_pods, greedy_plans, place, prune_bounds
+from grove_sched.placement._problem import InvalidGang, Problem, build_problem
+from grove_sched.placement._score import placement_score
+from grove_sched.placement._selectors import (
+    SelectorError,
+    label_selector_mask,
+    node_terms_mask,
+    tolerates,
+    untolerated_taints,
+)
+from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray, LabelColumns, Snapshot
+from grove_sched.placement._units import UnitSet, class_units, enumerate_patterns, node_units
 
-__all__ = ["LabelColumns", "Snapshot", "assumed_pods", "place"]
+__all__ = [
+    "BoolArray",
+    "Candidates",
+    "CodeArray",
+    "IntArray",
+    "InvalidGang",
+    "LabelColumns",
+    "Level",
+    "Problem",
+    "Profile",
+    "SelectorError",
+    "Snapshot",
+    "SolveResult",
+    "UnitSet",
+    "Weights",
+    "assumed_pods",
+    "build_problem",
+    "candidates",
+    "class_units",
+    "deciding_level",
+    "enumerate_patterns",
+    "evaluate",
+    "greedy",
+    "greedy_plans",
+    "label_selector_mask",
+    "may_fragment",
+    "node_terms_mask",
+    "node_units",
+    "place",
+    "placement_score",
+    "profile",
+    "prune_bounds",
+    "shape_counts",
+    "solve",
+    "tolerates",
+    "untolerated_taints",
+    "unusable_gpus",
+    "weights",
+]

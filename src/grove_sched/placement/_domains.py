@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grove_sched.model import GPU, PODS
+from grove_sched.placement._filters import max_pods
 from grove_sched.placement._problem import Problem
 from grove_sched.placement._snapshot import CodeArray, IntArray
 
@@ -162,3 +163,19 @@ def node_reasons(problem: Problem) -> tuple[str, ...]:
         if int(problem.maxpods[subs].sum()) < problem.parent_min[p]:
             out.append(f"group {name} needs {problem.parent_min[p]} pods: {_node_reasons(problem, subs[0])}")
     return tuple(out)
+
+
+def beyond_allocatable(problem: Problem) -> bool:
+    """Whether some PodGroup's minimum would not fit even if every node it may use were empty (its pods ask more
+    than the nodes' allocatable, or too few nodes pass its static filters): then no preemption can help."""
+    snapshot = problem.snapshot
+    for p in range(len(problem.parent_names)):
+        subs = [g for g in range(problem.num_groups) if problem.parent[g] == p]
+        mask = problem.static[p] if problem.static else np.ones(snapshot.num_nodes, dtype=np.bool_)
+        room = sum(
+            int(max_pods(snapshot, mask, problem.req[g], int(problem.replicas[g]), snapshot.allocatable).sum())
+            for g in subs
+        )
+        if room < problem.parent_min[p]:
+            return True
+    return False

@@ -32,6 +32,9 @@ class GroupFilter:
     rejected: Counter[str]
     self_affinity: tuple[PodAffinityTerm, ...]
     pref_cost: IntArray
+    static: BoolArray
+    """Nodes the group may use whatever runs on them (not cordoned, taints tolerated, selectors and node affinity
+    met): removing pods, as preemption would, can open no other node."""
 
 
 def filter_group(snapshot: Snapshot, group: PodGroup, namespace: str) -> GroupFilter:
@@ -59,16 +62,18 @@ def filter_group(snapshot: Snapshot, group: PodGroup, namespace: str) -> GroupFi
         snapshot, group.required_node_terms
     )
     apply(node_ok, "node(s) didn't match Pod's node affinity/selector")
+    static = remaining
     apply(~_bound_anti_affinity(snapshot, group, namespace), "node(s) didn't match pod anti-affinity rules")
     affinity_ok, self_terms = _bound_affinity(snapshot, group, namespace)
     apply(affinity_ok, "node(s) didn't match pod affinity rules")
-    return GroupFilter(remaining, rejected, self_terms, _preference_cost(snapshot, group, namespace))
+    return GroupFilter(remaining, rejected, self_terms, _preference_cost(snapshot, group, namespace), static)
 
 
-def max_pods(snapshot: Snapshot, mask: BoolArray, req: IntArray, cap: int) -> IntArray:
-    """`min_r floor(free_r / req_r)` over requested resources on allowed nodes, clipped to `cap`."""
+def max_pods(snapshot: Snapshot, mask: BoolArray, req: IntArray, cap: int, room: IntArray | None = None) -> IntArray:
+    """`min_r floor(room_r / req_r)` over requested resources on allowed nodes, clipped to `cap`; the room is the
+    free capacity unless given (the allocatable asks what would fit if the nodes were empty)."""
     requested = np.flatnonzero(req > 0)
-    free = np.maximum(snapshot.free[:, requested], 0)
+    free = np.maximum((snapshot.free if room is None else room)[:, requested], 0)
     fits = (free // req[requested]).min(axis=1) if requested.size else np.full(snapshot.num_nodes, cap)
     result: IntArray = np.where(mask, np.minimum(fits, cap), 0).astype(np.int64)
     return result

@@ -29,6 +29,7 @@ PROFILE_QUANTILE = 0.1
 calls GPUs unusable that small pods would still fill."""
 
 _IntArray = npt.NDArray[np.int64]
+_MAX_EDGE = 2**61  # the top bins' edges would not fit int64 arithmetic (`_snapshot.SATURATED`)
 
 
 def shape_counts(requests: Sequence[Mapping[str, int]], sign: int = 1) -> _IntArray:
@@ -63,7 +64,7 @@ def profile(counts: _IntArray, quantile: float = PROFILE_QUANTILE) -> Profile | 
     edges = []
     for row in counts:
         b = int(np.searchsorted(np.cumsum(row), quantile * total, side="left"))
-        edges.append(int(2.0 ** (min(b, BINS - 1) / 4)) if b > 0 else 0)
+        edges.append(min(int(2.0 ** (min(b, BINS - 1) / 4)), _MAX_EDGE) if b > 0 else 0)
     return Profile(edges[0], edges[1])
 
 

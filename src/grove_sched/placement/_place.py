@@ -21,15 +21,25 @@ import numpy as np
 
 from grove_sched.model import (
     BoundPod,
+    Code,
     GangRequest,
     ObjectiveBreakdown,
     Placement,
     PlacementOptions,
     SolverStats,
+    Status,
     Unschedulable,
 )
 from grove_sched.placement._cpsat import SolveResult, solve
-from grove_sched.placement._domains import Candidates, Level, candidates, deciding_level, node_reasons, whole_cluster
+from grove_sched.placement._domains import (
+    Candidates,
+    Level,
+    beyond_allocatable,
+    candidates,
+    deciding_level,
+    node_reasons,
+    whole_cluster,
+)
 from grove_sched.placement._greedy import MAX_SUBDOMAIN_TRIES, greedy
 from grove_sched.placement._objective import TIERS, Weights, domain_room, evaluate, lower_bounds, weights
 from grove_sched.placement._problem import InvalidGang, Problem, build_problem
@@ -45,33 +55,36 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
     try:
         problem = build_problem(snapshot, gang, opts)
     except (InvalidGang, SelectorError) as err:
-        return Unschedulable((str(err),))
+        return Unschedulable(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(err),)))
     # A scope whose groups need no pod can stay empty; only a needed scope makes a missing key fatal.
     needed = [s for s in problem.required if int(problem.internal_min[list(s.groups)].sum()) > 0]
     unknown = sorted({s.key for s in needed if not (s.domains >= 0).any()})
     if unknown:
-        return Unschedulable(tuple(f"topology key {key} is carried by no node" for key in unknown))
+        missing = tuple(f"topology key {key} is carried by no node" for key in unknown)
+        return Unschedulable(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, missing))
     blocked = node_reasons(problem)
     if blocked:
-        return Unschedulable(blocked)
+        # Preemption frees at most a node's allocatable: if even that cannot hold a minimum, nothing can help.
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if beyond_allocatable(problem) else Code.UNSCHEDULABLE
+        return Unschedulable(Status(code, blocked))
     try:
         w = weights(problem)
     except OverflowError as err:
-        return Unschedulable((str(err),))
+        return Unschedulable(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(err),)))
     level = deciding_level(problem, opts.rack_key)
     cands = candidates(problem, level)
-    bounds = _prune_bounds(problem, cands, w)
+    bounds = prune_bounds(problem, cands, w)
     structural, top_k = _refinement(problem, level, opts)
-    plans = _greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds)
+    plans = greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds)
     if not plans and not level.hard and level.key is not None:
         level = whole_cluster(problem)
         cands = candidates(problem, level)
-        bounds = _prune_bounds(problem, cands, w)
-        plans = _greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds)
+        bounds = prune_bounds(problem, cands, w)
+        plans = greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds)
     if not plans and cands.ids:  # greedy's second pass, see `MAX_SUBDOMAIN_TRIES`
-        plans = _greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds, MAX_SUBDOMAIN_TRIES)
+        plans = greedy_plans(problem, cands, w, top_k, opts.max_greedy_domains, bounds, MAX_SUBDOMAIN_TRIES)
     if not cands.ids:
-        return Unschedulable(cands.reasons)
+        return Unschedulable(Status(Code.UNSCHEDULABLE, cands.reasons))
     modelled = _modelled(plans, cands, top_k)
     usable = problem.maxpods.max(axis=0) > 0
     if not level.hard and len(modelled) == len(cands.ids):
@@ -135,7 +148,8 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
     if best is not None:
         bound = _global_bound(problem, level, cands, modelled, in_model, complete, result, w)
         return _placement(problem, best, w, stats("greedy"), proven, bound, floors_)
-    return Unschedulable(_failure_reasons(problem, level, cands, result, opts), stats("none"))
+    reasons = _failure_reasons(problem, level, cands, result, opts)
+    return Unschedulable(Status(Code.UNSCHEDULABLE, reasons), stats("none"))
 
 
 def _refinement(problem: Problem, level: Level, opts: PlacementOptions) -> tuple[bool, int]:
@@ -248,7 +262,7 @@ def _modelled(plans: list[tuple[int, int, IntArray]], cands: Candidates, k: int)
     return chosen
 
 
-def _greedy_plans(
+def greedy_plans(
     problem: Problem, cands: Candidates, w: Weights, top_k: int, max_domains: int, bounds: IntArray, tries: int = 1
 ) -> list[tuple[int, int, IntArray]]:
     """Greedy in the tightest candidate domains (stopping at a zero-cost plan), ranked by cost then domain name;
@@ -278,7 +292,7 @@ def _greedy_plans(
     return plans
 
 
-def _prune_bounds(problem: Problem, cands: Candidates, w: Weights) -> IntArray:
+def prune_bounds(problem: Problem, cands: Candidates, w: Weights) -> IntArray:
     """Per deciding-level domain, a lower bound on the cost of any plan confined to it: the cheap tier floors,
     plus the room tier of every required scope at the deciding level whose groups need pods (such a scope is
     charged exactly its domain's room)."""

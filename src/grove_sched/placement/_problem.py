@@ -80,6 +80,8 @@ class Problem:
     profile: Profile | None = None
     fragile: BoolArray | None = None
     """Nodes where this gang could leave unusable GPUs (`_fragment.may_fragment`); None: nowhere."""
+    static: tuple[BoolArray, ...] = ()
+    """Per PodGroup, the nodes its pods may use whatever runs there (`GroupFilter.static`)."""
 
     @property
     def num_groups(self) -> int:
@@ -209,6 +211,7 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
         internal_min=_internal_min(gang, parent_t, replicas),
         profile=profile,
         fragile=fragile,
+        static=tuple(f.static for f in filters),
     )
 
 

@@ -4,6 +4,11 @@ Placement needs per-node integer vectors and label columns it can filter with ar
 objects per node. The snapshot is built once per cycle (or derived cheaply with `with_assumed`) and never
 mutated: arrays are write-protected so a placement cannot corrupt the view another caller holds. Nodes are
 sorted by name so that input order never changes an answer.
+
+Amounts are int64 and never wrap: requests count as at least 0, allocatable and per-node sums are bounded by
+`SATURATED` (a node's usage that reaches it means "full", and stays full: `without` gives no capacity back
+there). The scheduler's quantities are far smaller (`grove_sched.quantity.MAX_QUANTITY`), so this only guards
+against objects no API server would hold; below the bound every sum is exact.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ IntArray = npt.NDArray[np.int64]
 CodeArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 _T = TypeVar("_T", bound=np.generic)
+
+SATURATED = 2**61
+"""The magnitude at which free and used amounts stop counting (the difference of two such columns fits int64)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +153,7 @@ class Snapshot:
         for name, amount in requests.items():
             idx = self.resource_index(name)
             if idx is not None:
-                vec[idx] = amount
+                vec[idx] = min(amount, SATURATED)  # more than any node: fits nowhere
             elif amount > 0:
                 raise KeyError(name)
         if count_pod:
@@ -170,7 +178,11 @@ class Snapshot:
         alloc = np.zeros((len(names), len(resources)), dtype=np.int64)
         for row, node in enumerate(ordered):
             for name, amount in node.allocatable.items():
-                alloc[row, res_index[name]] = amount
+                try:
+                    alloc[row, res_index[name]] = amount
+                except OverflowError:
+                    alloc[row, res_index[name]] = SATURATED if amount > 0 else -SATURATED
+        alloc = np.clip(alloc, -SATURATED, SATURATED)
         taints = tuple(sorted({t for node in ordered for t in node.taints}, key=lambda t: (t.key, t.value, t.effect)))
         taint_index = {t: i for i, t in enumerate(taints)}
         taint_matrix = np.zeros((len(names), len(taints)), dtype=np.bool_)
@@ -214,7 +226,7 @@ class Snapshot:
             node_index=self.node_index,
             resources=self.resources,
             allocatable=self.allocatable,
-            free=_frozen(self.free - used),
+            free=_frozen(np.maximum(self.free - used, -SATURATED)),
             node_labels=self.node_labels,
             taints=self.taints,
             taint_matrix=self.taint_matrix,
@@ -254,7 +266,7 @@ class Snapshot:
             node_index=self.node_index,
             resources=self.resources,
             allocatable=self.allocatable,
-            free=_frozen(self.free + freed),
+            free=_frozen(np.where(self.free <= -SATURATED, self.free, np.minimum(self.free + freed, SATURATED))),
             node_labels=self.node_labels,
             taints=self.taints,
             taint_matrix=self.taint_matrix,
@@ -287,12 +299,25 @@ def _pod_usage(
     for name in names:
         if name == PODS:
             continue
-        amounts = np.fromiter((pod.requests.get(name, 0) for pod in pods), dtype=np.int64, count=len(pods))
-        column = np.zeros(n_nodes, dtype=np.int64)
-        np.add.at(column, pod_node, amounts)  # exact int64 sums (float weights could round byte counts)
+        amounts = np.maximum(_amounts(pods, name), 0)
+        if amounts.size and int(amounts.max()) > SATURATED // amounts.size:  # the sum could leave int64
+            column = np.bincount(pod_node, weights=amounts.astype(np.float64), minlength=n_nodes)
+            column = np.minimum(column, SATURATED).astype(np.int64)
+        else:
+            column = np.zeros(n_nodes, dtype=np.int64)
+            np.add.at(column, pod_node, amounts)  # exact int64 sums (float weights could round byte counts)
         used[:, res_index[name]] = column
     used[:, res_index[PODS]] += np.bincount(pod_node, minlength=n_nodes)
     return used, pod_node
+
+
+def _amounts(pods: Sequence[BoundPod], name: str) -> IntArray:
+    """One resource's request per pod; an amount beyond int64 reads as `SATURATED`."""
+    try:
+        return np.fromiter((pod.requests.get(name, 0) for pod in pods), dtype=np.int64, count=len(pods))
+    except OverflowError:
+        clipped = (max(-SATURATED, min(pod.requests.get(name, 0), SATURATED)) for pod in pods)
+        return np.fromiter(clipped, dtype=np.int64, count=len(pods))
 
 
 def _frozen(array: npt.NDArray[_T]) -> npt.NDArray[_T]:

@@ -16,6 +16,7 @@ from grove_runtime.resources import CRDS, PODS
 from grove_sched.app import SchedulerApp, build
 from grove_sched.config import SchedulerConfig
 from grove_sched.podgang_status import PODGANGS
+from grove_sched.postfilter import PostFilter
 from grove_sim.cluster import nodes_from_flags
 from grove_sim.testing import SimCluster
 
@@ -154,7 +155,7 @@ async def scheduled_condition(kube: Client, gang: str) -> Obj | None:
 
 @contextlib.asynccontextmanager
 async def running_scheduler(
-    kubeconfig: str, *, client: Client | None = None, **overrides: Any
+    kubeconfig: str, *, client: Client | None = None, post_filter: PostFilter | None = None, **overrides: Any
 ) -> AsyncIterator[SchedulerApp]:
     """Run the scheduler's manager as an asyncio task against the sim (metrics on a random port)."""
     own: KubeClient | None = None
@@ -169,7 +170,7 @@ async def running_scheduler(
         "max_backoff": 0.2,
     }
     try:
-        app = build(SchedulerConfig(**{**settings, **overrides}), client)
+        app = build(SchedulerConfig(**{**settings, **overrides}), client, post_filter=post_filter)
     except BaseException:
         if own is not None:
             await own.close()

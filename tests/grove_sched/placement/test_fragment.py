@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from placement_kit import gang, group, node
 
 from grove_sched.model import CPU, GPU, MEMORY, BoundPod, Placement, PlacementOptions
-from grove_sched.placement import Snapshot, place
-from grove_sched.placement._fragment import Profile, may_fragment, profile, shape_counts, unusable_gpus
+from grove_sched.placement import Profile, Snapshot, may_fragment, place, profile, shape_counts, unusable_gpus
 
 GIB = 2**30
 

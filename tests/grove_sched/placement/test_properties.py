@@ -25,11 +25,17 @@ from grove_sched.model import (
     TopologyConstraint,
     Unschedulable,
 )
-from grove_sched.placement import Snapshot, place
-from grove_sched.placement._domains import candidates, deciding_level
-from grove_sched.placement._objective import weights
-from grove_sched.placement._place import _greedy_plans, _prune_bounds
-from grove_sched.placement._problem import InvalidGang, build_problem
+from grove_sched.placement import (
+    InvalidGang,
+    Snapshot,
+    build_problem,
+    candidates,
+    deciding_level,
+    greedy_plans,
+    place,
+    prune_bounds,
+    weights,
+)
 
 EXACT = PlacementOptions(top_k_domains=100, max_greedy_domains=100, max_deterministic_time=10.0, refine="all")
 
@@ -256,11 +262,11 @@ def test_pruned_greedy_ranking_keeps_the_top_k_plans(
         return
     level = deciding_level(problem, options.rack_key)
     cands = candidates(problem, level)
-    bounds = _prune_bounds(problem, cands, w)
-    everywhere = _greedy_plans(problem, cands, w, k, options.max_greedy_domains, np.full_like(bounds, -1))
+    bounds = prune_bounds(problem, cands, w)
+    everywhere = greedy_plans(problem, cands, w, k, options.max_greedy_domains, np.full_like(bounds, -1))
     for cost, d, _ in everywhere:
         assert bounds[d] <= cost
-    pruned = _greedy_plans(problem, cands, w, k, options.max_greedy_domains, bounds)
+    pruned = greedy_plans(problem, cands, w, k, options.max_greedy_domains, bounds)
     assert [(c, d) for c, d, _ in pruned[:k]] == [(c, d) for c, d, _ in everywhere[:k]]
     exact = place(snap, g, EXACT)
     if level.hard and cands.ids and isinstance(exact, Placement):

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from placement_kit import BLOCK_KEY, bound, gang, group, node
 
 from grove_sched.model import RACK_KEY, Placement, PlacementOptions, TopologyConstraint, Unschedulable
-from grove_sched.placement import Snapshot, place
-from grove_sched.placement._score import placement_score
+from grove_sched.placement import Snapshot, place, placement_score
 
 _TIERS = 7
 _tiers = st.lists(st.integers(0, 50), min_size=_TIERS, max_size=_TIERS)

@@ -6,9 +6,9 @@ import pytest
 from placement_kit import node
 
 from grove_sched.model import LabelSelector, NodeSelectorTerm, Requirement, Taint, Toleration
-from grove_sched.placement import Snapshot
-from grove_sched.placement._selectors import (
+from grove_sched.placement import (
     SelectorError,
+    Snapshot,
     label_selector_mask,
     node_terms_mask,
     tolerates,

@@ -8,8 +8,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from placement_kit import bound, node
 
-from grove_sched.model import CPU, GPU, HOSTNAME_KEY, PODS, BoundPod, LabelSelector, NodeInfo, PodAffinityTerm
-from grove_sched.placement import Snapshot
+from grove_sched.model import (
+    CPU,
+    GPU,
+    HOSTNAME_KEY,
+    PODS,
+    BoundPod,
+    GangRequest,
+    LabelSelector,
+    NodeInfo,
+    PlacementOptions,
+    PodAffinityTerm,
+    PodGroup,
+    PodRef,
+)
+from grove_sched.placement import Snapshot, place
 
 
 def test_nodes_are_sorted_by_name_and_free_subtracts_bound_pods() -> None:
@@ -135,3 +148,28 @@ def test_without_matches_namespaced_names_and_ignores_unknown_pods() -> None:
     emptied = snap.without(["w", "other/v"])
     assert emptied.free[0, gpu] == 8
     assert list(emptied.empty) == [True]
+
+
+HUGE = st.one_of(st.integers(-(2**70), 2**70), st.sampled_from([0, 1, 8, 2**50, 2**61, 2**62, 2**63 - 1, 2**63]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(HUGE, min_size=1, max_size=3), st.lists(HUGE, max_size=4), st.integers(0, 2**64))
+def test_huge_integers_never_raise_and_never_wrap(allocatable: list[int], used: list[int], wanted: int) -> None:
+    """Amounts beyond int64 saturate instead of raising or wrapping: free never exceeds the allocatable once
+    pods are bound, and `place` answers."""
+    nodes = [
+        NodeInfo(f"n{i}", {HOSTNAME_KEY: f"n{i}"}, {GPU: a, CPU: 1000, PODS: 110}) for i, a in enumerate(allocatable)
+    ]
+    pods = [BoundPod(f"b{j}", "default", f"n{j % len(nodes)}", {}, {GPU: u}) for j, u in enumerate(used)]
+    snap = Snapshot.build(nodes, [])
+    for step in (
+        Snapshot.build(nodes, pods),
+        snap.with_assumed(pods),
+        snap.with_assumed(pods).without([p.name for p in pods]),
+    ):
+        gpu = step.resource_index(GPU)
+        assert gpu is not None
+        assert (step.free[:, gpu] <= np.maximum(step.allocatable[:, gpu], 0)).all()
+        request = GangRequest("g", "default", (PodGroup("w", (PodRef("w-0"),), 1, {GPU: wanted, CPU: 1}),))
+        place(step, request, PlacementOptions(max_deterministic_time=0.01))

@@ -25,13 +25,21 @@ from grove_sched.model import (
     Taint,
     TopologyConstraint,
 )
-from grove_sched.placement import Snapshot, place
-from grove_sched.placement._cpsat import solve
-from grove_sched.placement._domains import candidates, deciding_level
-from grove_sched.placement._greedy import greedy
-from grove_sched.placement._objective import evaluate, weights
-from grove_sched.placement._problem import Problem, build_problem
-from grove_sched.placement._units import class_units, enumerate_patterns, node_units
+from grove_sched.placement import (
+    Problem,
+    Snapshot,
+    build_problem,
+    candidates,
+    class_units,
+    deciding_level,
+    enumerate_patterns,
+    evaluate,
+    greedy,
+    node_units,
+    place,
+    solve,
+    weights,
+)
 
 OPTS = PlacementOptions()
 

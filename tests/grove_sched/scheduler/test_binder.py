@@ -6,7 +6,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from grove_runtime import errors
+from grove_runtime.leaderelection import LeadershipLost
 from grove_runtime.resources import ResourceType
 from grove_sched.binder import Binder, BindPlan
 
@@ -113,3 +116,25 @@ async def test_placement_below_minimum_binds_nothing() -> None:
     out = await Binder(api).bind(plan({"a": "n1"}, {"a": "x"}, {"x": 2}))
     assert not out.ok
     assert api.nodes == {}
+
+
+async def test_a_fenced_binder_sends_nothing_more_and_rolls_nothing_back() -> None:
+    """Once the fence says the process no longer leads, no further bind (nor a rollback delete) is sent and the
+    binder raises LeadershipLost; the binds already made stay for the next leader to complete or roll back."""
+    api = FakeApi()
+    sent: list[str] = []
+    original = api.bind
+
+    async def bind(namespace: str, pod: str, node: str, *, uid: str | None = None) -> None:
+        sent.append(pod)
+        await original(namespace, pod, node, uid=uid)
+
+    api.bind = bind  # type: ignore[method-assign]
+    binder = Binder(api, concurrency=1, leading=lambda: len(sent) < 2)
+    with pytest.raises(LeadershipLost, match="after 2 pod"):
+        await binder.bind(plan({p: "n1" for p in "abcd"}, dict.fromkeys("abcd", "x"), {"x": 4}))
+    assert sent == ["a", "b"]
+    assert api.deleted == []
+    with pytest.raises(LeadershipLost):
+        await binder.delete_pods("ns", {"a": "uid-a"})
+    assert api.deleted == []

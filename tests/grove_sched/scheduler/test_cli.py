@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from grove_sched.cli import parse_args
 
 
@@ -35,3 +37,21 @@ def test_flags() -> None:
     assert config.metrics_port == 0
     assert config.leader_elect is False
     assert config.bind_concurrency == 4
+
+
+def test_lease_timing_flags() -> None:
+    """The kube-scheduler style lease timings reach the configuration; inconsistent ones are refused."""
+    config = parse_args(
+        [
+            "--leader-elect-lease-duration",
+            "2",
+            "--leader-elect-renew-deadline",
+            "1.5",
+            "--leader-elect-retry-period",
+            "0.5",
+        ]
+    )
+    assert (config.lease_duration, config.renew_deadline, config.retry_period) == (2.0, 1.5, 0.5)
+    assert (parse_args([]).lease_duration, parse_args([]).renew_deadline, parse_args([]).retry_period) == (15, 10, 2)
+    with pytest.raises(SystemExit):
+        parse_args(["--leader-elect-lease-duration", "1", "--leader-elect-renew-deadline", "2"])

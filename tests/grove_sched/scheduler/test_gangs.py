@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grove_sched.gangs import AssemblyContext, GangKey, Malformed, ReadyGang, Waiting, assemble, gang_key_of_pod
-from grove_sched.podspec import parse_quantity, pod_requests
 
 from .kit import SCHED, pod, podgang
 
@@ -113,43 +112,6 @@ def test_heterogeneous_requests_become_overrides() -> None:
     assert group.pods[0].requests is None
     assert group.pods[1].requests is not None
     assert group.pods[1].requests["nvidia.com/gpu"] == 4
-
-
-def test_pod_requests_follow_kubernetes_rules() -> None:
-    """Requests are the sum of containers, at least each init container, plus overhead; limits default requests."""
-    p = {
-        "spec": {
-            "containers": [
-                {"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
-                {"resources": {"limits": {"cpu": "1", "nvidia.com/gpu": "2"}}},
-            ],
-            "initContainers": [{"resources": {"requests": {"cpu": "4"}}}],
-            "overhead": {"cpu": "100m"},
-        }
-    }
-    assert pod_requests(p) == {"cpu": 4100, "memory": 2**30, "nvidia.com/gpu": 2}
-
-
-@pytest.mark.parametrize(
-    ("text", "resource", "value"),
-    [
-        pytest.param("250m", "cpu", 250, id="millicores"),
-        pytest.param("2", "cpu", 2000, id="cores"),
-        pytest.param("1.5Gi", "memory", 3 * 2**29, id="binary"),
-        pytest.param("1k", "memory", 1000, id="decimal"),
-        pytest.param("1e3", "memory", 1000, id="exponent"),
-        pytest.param("100m", "memory", 1, id="fraction-rounds-up"),
-    ],
-)
-def test_parse_quantity(text: str, resource: str, value: int) -> None:
-    """Quantities parse to millicores (cpu) or whole units rounded up."""
-    assert parse_quantity(text, resource) == value
-
-
-def test_parse_quantity_rejects_garbage() -> None:
-    """An invalid quantity raises ValueError naming the resource."""
-    with pytest.raises(ValueError, match="memory"):
-        parse_quantity("12XB", "memory")
 
 
 def test_podgang_of_another_scheduler_is_ignored() -> None:

@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grove_runtime.clock import FakeClock
-from grove_sched.queue import Outcome, QueueClosed, Room, SchedulingQueue
+from grove_sched.model import Code
+from grove_sched.queue import QueueClosed, Room, SchedulingQueue
+
+CODES = {
+    "scheduled": Code.SUCCESS,
+    "unschedulable": Code.UNSCHEDULABLE,
+    "unresolvable": Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    "error": Code.ERROR,
+}
 
 
 def make(clock: FakeClock | None = None, **kw: float) -> SchedulingQueue[str]:
@@ -57,25 +65,27 @@ async def test_error_goes_to_backoff_with_exponential_delay() -> None:
     q = make(clock)
     q.add("g")
     assert await q.pop() == "g"
-    q.done("g", Outcome.ERROR)
+    q.done("g", Code.ERROR)
     assert q.room("g") is Room.BACKOFF
     assert await pop_now(q) is None
     clock.advance(1.0)
     assert await pop_now(q) == "g"
-    q.done("g", Outcome.ERROR)
+    q.done("g", Code.ERROR)
     clock.advance(1.5)
     assert await pop_now(q) is None
     clock.advance(0.5)
     assert await pop_now(q) == "g"
 
 
-async def test_unschedulable_waits_for_an_event() -> None:
-    """An unschedulable gang stays parked (even past its backoff) until a cluster event moves it."""
+@pytest.mark.parametrize("code", [Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE])
+async def test_unschedulable_waits_for_an_event(code: Code) -> None:
+    """An unschedulable (or unresolvable) gang stays parked, even past its backoff, until a cluster event moves it:
+    it is never retried in a loop."""
     clock = FakeClock()
     q = make(clock)
     q.add("g")
     await q.pop()
-    q.done("g", Outcome.UNSCHEDULABLE)
+    q.done("g", code)
     assert q.room("g") is Room.UNSCHEDULABLE
     clock.advance(5.0)
     assert await pop_now(q) is None
@@ -89,7 +99,7 @@ async def test_event_before_backoff_expiry_goes_to_backoff() -> None:
     q = make(clock)
     q.add("g")
     await q.pop()
-    q.done("g", Outcome.UNSCHEDULABLE)
+    q.done("g", Code.UNSCHEDULABLE)
     q.move_all()
     assert q.room("g") is Room.BACKOFF
     assert await pop_now(q) is None
@@ -103,7 +113,7 @@ async def test_event_during_attempt_is_not_lost() -> None:
     q.add("g")
     await q.pop()
     q.move_all()
-    q.done("g", Outcome.UNSCHEDULABLE)
+    q.done("g", Code.UNSCHEDULABLE)
     assert q.room("g") is Room.BACKOFF
 
 
@@ -113,7 +123,7 @@ async def test_own_change_wakes_parked_gang() -> None:
     q = make(clock)
     q.add("g")
     await q.pop()
-    q.done("g", Outcome.UNSCHEDULABLE)
+    q.done("g", Code.UNSCHEDULABLE)
     clock.advance(2.0)
     q.add("g")
     assert q.room("g") is Room.ACTIVE
@@ -125,7 +135,7 @@ async def test_periodic_flush_releases_parked_gangs() -> None:
     q = make(clock)
     q.add("g")
     await q.pop()
-    q.done("g", Outcome.UNSCHEDULABLE)
+    q.done("g", Code.UNSCHEDULABLE)
     waiter = asyncio.ensure_future(q.pop())
     for _ in range(100):
         if clock.sleepers:
@@ -144,11 +154,11 @@ async def test_scheduled_forgets_and_readd_during_flight_requeues() -> None:
     q.add("a")
     q.add("b")
     await q.pop()
-    q.done("a", Outcome.SCHEDULED)
+    q.done("a", Code.SUCCESS)
     assert q.room("a") is None
     await q.pop()
     q.add("b")
-    q.done("b", Outcome.SCHEDULED)
+    q.done("b", Code.SUCCESS)
     assert q.room("b") is Room.ACTIVE
 
 
@@ -178,7 +188,7 @@ def test_never_hot_loops(steps: list[str]) -> None:
             if step == "event":
                 q.move_all()
                 continue
-            q.done("g", Outcome.ERROR if step == "error" else Outcome.UNSCHEDULABLE)
+            q.done("g", Code.ERROR if step == "error" else Code.UNSCHEDULABLE)
             q.move_all()
             assert await pop_now(q) is None
             clock.advance(q.backoff(q.attempts("g")))
@@ -200,7 +210,7 @@ async def test_set_priority_reorders_without_waking() -> None:
     q.add("b", priority=1, since=2.0)
     q.add("parked", priority=10, since=0.0)
     assert await q.pop() == "parked"
-    q.done("parked", Outcome.UNSCHEDULABLE)
+    q.done("parked", Code.UNSCHEDULABLE)
     q.set_priority("b", 5)
     q.set_priority("parked", 9)
     assert q.room("parked") is Room.UNSCHEDULABLE
@@ -212,7 +222,9 @@ async def test_set_priority_reorders_without_waking() -> None:
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["add", "pop", "scheduled", "unschedulable", "error", "event", "remove", "tick"]),
+            st.sampled_from(
+                ["add", "pop", "scheduled", "unschedulable", "unresolvable", "error", "event", "remove", "tick"]
+            ),
             st.sampled_from(["a", "b", "c", "d"]),
         ),
         max_size=40,
@@ -233,9 +245,9 @@ def test_room_counts_and_flush_follow_every_transition(steps: list[tuple[str, st
                 popped = await pop_now(q)
                 if popped is not None:
                     in_flight.add(popped)
-            elif op in ("scheduled", "unschedulable", "error") and key in in_flight:
+            elif op in CODES and key in in_flight:
                 in_flight.discard(key)
-                q.done(key, Outcome(op))
+                q.done(key, CODES[op])
             elif op == "event":
                 q.move_all()
             elif op == "remove":

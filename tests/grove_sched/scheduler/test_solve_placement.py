@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from grove_sched import scheduler as scheduler_module
-from grove_sched.model import GangRequest, Unschedulable
-from grove_sched.scheduler import Scheduler
+from grove_sched.model import Code, GangRequest, Status, Unschedulable
+from grove_sched.scheduler import Solver
 
 REQUEST = GangRequest("g", "default", ())
 
@@ -27,21 +27,17 @@ class FakePlace:
         end = time.thread_time() + self.cpu
         while time.thread_time() < end:
             pass
-        return Unschedulable(("fake",))
-
-
-def make(limit: float) -> Scheduler:
-    return Scheduler(None, None, None, inline_solve_limit=limit)  # type: ignore[arg-type]
+        return Unschedulable(Status(Code.UNSCHEDULABLE, ("fake",)))
 
 
 async def test_after_a_long_solve_solves_run_in_a_thread_until_one_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """Short solves stay on the loop; one over the limit sends the next ones to a worker until one is short."""
     fake = FakePlace()
     monkeypatch.setattr(scheduler_module, "place", fake)
-    sched = make(limit=0.005)
+    solver = Solver(inline_limit=0.005)
     for cpu in (0.0, 0.02, 0.02, 0.0, 0.0):
         fake.cpu = cpu
-        await sched._solve(None, REQUEST)  # type: ignore[arg-type]
+        await solver.solve(None, REQUEST)  # type: ignore[arg-type]
     assert fake.threads == ["loop", "loop", "worker", "worker", "loop"]
 
 
@@ -49,7 +45,7 @@ async def test_limit_zero_always_uses_a_worker_thread(monkeypatch: pytest.Monkey
     """`inline_solve_limit=0` keeps the solver off the loop thread entirely."""
     fake = FakePlace()
     monkeypatch.setattr(scheduler_module, "place", fake)
-    sched = make(limit=0.0)
-    await sched._solve(None, REQUEST)  # type: ignore[arg-type]
-    await sched._solve(None, REQUEST)  # type: ignore[arg-type]
+    solver = Solver(inline_limit=0.0)
+    await solver.solve(None, REQUEST)  # type: ignore[arg-type]
+    await solver.solve(None, REQUEST)  # type: ignore[arg-type]
     assert fake.threads == ["worker", "worker"]

@@ -1,0 +1,37 @@
+"""The post-filter step: what the scheduling cycle does after placement says a gang does not fit now.
+
+Why a step of its own (kube-scheduler's PostFilter extension point): preemption lives here. It runs only for an
+Unschedulable status, never for UnschedulableAndUnresolvable (the gang is wrong, or asks more than any node has:
+evicting pods cannot help), never for a gang whose minimum is already bound (its extra pods wait for capacity like
+anyone else), and with the same snapshot the placement saw. It returns the status the cycle then reports and
+queues by: a preemption that evicted victims would still say Unschedulable (the gang waits for the victims' pod
+deletions, which wake it) with the victims among the reasons.
+
+`NoPostFilter` is the default: nothing is preempted, the status passes through unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from grove_sched.gangs import ReadyGang
+from grove_sched.model import Status
+from grove_sched.placement import Snapshot
+
+__all__ = ["NoPostFilter", "PostFilter"]
+
+
+class PostFilter(Protocol):
+    """Tries to make an unschedulable gang fit later (by preemption); returns the status to report and queue by."""
+
+    async def post_filter(self, gang: ReadyGang, snapshot: Snapshot, status: Status) -> Status:
+        """Called with the gang, the snapshot it did not fit and the placement's Unschedulable status."""
+        ...
+
+
+class NoPostFilter:
+    """The default post-filter: does nothing."""
+
+    async def post_filter(self, gang: ReadyGang, snapshot: Snapshot, status: Status) -> Status:
+        """The status, unchanged."""
+        return status

@@ -1,0 +1,138 @@
+"""Where the scheduler reads gangs: a gang's PodGang, its pods and its priority, out of the informer caches.
+
+Why one object: the scheduling cycle, start-up recovery, the event handlers and the PodGang status controller all
+ask the same questions (which PodGang, which pods, at what priority) and must get the same answers. Assumed pods
+are shown on their assumed node here, in the one place every reader goes through, so a gang whose binding cycle
+is still running is never assembled as if nothing had been placed. Preemption and queues will read gangs here too.
+
+Reads never raise on odd objects: a priority that is not a number counts as absent, like a missing one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from grove_api.labels import LABEL_PODGANG
+from grove_runtime.cache import Cache
+from grove_runtime.keys import ObjectKey
+from grove_runtime.resources import PODS, PRIORITYCLASSES
+from grove_sched.cache import PodKey, SchedulerCache
+from grove_sched.gangs import Assembly, AssemblyContext, GangKey, assemble
+from grove_sched.podgang_status import PODGANGS
+
+__all__ = ["GANG_INDEX", "GangSource", "creation_time", "gang_index"]
+
+Obj = Mapping[str, Any]
+GANG_INDEX = "grove-sched-podgang"
+
+
+def gang_index(pod: Obj) -> tuple[str, ...]:
+    """Pod index value `namespace/podgang` for pods labelled with a PodGang."""
+    meta = pod.get("metadata") or {}
+    gang = (meta.get("labels") or {}).get(LABEL_PODGANG)
+    return (f"{meta.get('namespace', '')}/{gang}",) if gang else ()
+
+
+def creation_time(obj: Obj) -> float:
+    """Creation timestamp as epoch seconds (queue age); 0 when absent or unparsable."""
+    raw = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not raw:
+        return 0.0
+    with contextlib.suppress(ValueError):
+        return dt.datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
+    return 0.0
+
+
+def _number(value: object) -> int | None:
+    """An integer field as found in an object, or None when it is not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        return int(value)
+    except (ValueError, OverflowError):
+        return None
+
+
+class GangSource:
+    """Gang reads over the shared informer cache (`informers`, with the `GANG_INDEX` pod index) and the
+    scheduler cache (`cache`, for assumed pods and node labels)."""
+
+    def __init__(self, informers: Cache, cache: SchedulerCache, scheduler_name: str) -> None:
+        self.informers = informers
+        self.cache = cache
+        self.scheduler_name = scheduler_name
+
+    def podgang(self, key: GangKey) -> Obj | None:
+        """The PodGang of a (non-single) gang."""
+        return None if key.single else self.informers.get(PODGANGS, ObjectKey(key.namespace, key.name))
+
+    def podgangs(self) -> list[Obj]:
+        """Every PodGang, by namespace and name."""
+        return sorted(
+            self.informers.list(PODGANGS),
+            key=lambda o: (str(o["metadata"].get("namespace", "")), str(o["metadata"].get("name", ""))),
+        )
+
+    def pods_of(self, key: GangKey, podgang: Obj | None) -> dict[str, Obj]:
+        """Referenced and labelled pods of a gang by name; assumed pods appear bound to their assumed node."""
+        found: dict[str, Obj] = {}
+        if key.single:
+            pod = self.informers.get(PODS, ObjectKey(key.namespace, key.name))
+            if pod is not None:
+                found[key.name] = pod
+        else:
+            for pod in self.informers.by_index(PODS, GANG_INDEX, f"{key.namespace}/{key.name}"):
+                found[str(pod["metadata"]["name"])] = pod
+            for group in ((podgang or {}).get("spec") or {}).get("podgroups") or ():
+                for ref in group.get("podReferences") or ():
+                    name = str(ref.get("name"))
+                    if name not in found:
+                        referenced = self.informers.get(PODS, ObjectKey(key.namespace, name))
+                        if referenced is not None:
+                            found[name] = referenced
+        for name, member in list(found.items()):
+            node = self.cache.assumed_node(PodKey(key.namespace, name))
+            if node is not None and not (member.get("spec") or {}).get("nodeName"):
+                found[name] = {**member, "spec": {**(member.get("spec") or {}), "nodeName": node}}
+        return found
+
+    def pods_of_podgang(self, podgang: Obj) -> dict[str, Obj]:
+        """`pods_of` for a PodGang object (what the status controller holds)."""
+        meta = podgang.get("metadata") or {}
+        return self.pods_of(GangKey(str(meta.get("namespace", "")), str(meta.get("name", ""))), podgang)
+
+    def priority_of(self, name: str) -> int | None:
+        """Value of a PriorityClass, if the informer knows it (and it is a number)."""
+        try:
+            pc = self.informers.get(PRIORITYCLASSES, ObjectKey("", name))
+        except KeyError:
+            return None
+        return None if pc is None else _number(pc.get("value") or 0)
+
+    def gang_priority(self, key: GangKey, pod: Obj | None = None) -> int:
+        """PriorityClass value of the PodGang's class, else of the pod's class, else the pod's `spec.priority`."""
+        if pod is None and key.single:
+            pod = self.informers.get(PODS, ObjectKey(key.namespace, key.name))
+        pod_spec = (pod or {}).get("spec") or {}
+        for name in (
+            ((self.podgang(key) or {}).get("spec") or {}).get("priorityClassName"),
+            pod_spec.get("priorityClassName"),
+        ):
+            value = self.priority_of(str(name)) if name else None
+            if value is not None:
+                return value
+        return _number(pod_spec.get("priority") or 0) or 0
+
+    def assemble(self, key: GangKey) -> tuple[Assembly, Obj | None]:
+        """Assemble one gang from the current caches; also returns its PodGang (None for a gang of one)."""
+        podgang = self.podgang(key)
+        ctx = AssemblyContext(
+            scheduler_name=self.scheduler_name,
+            node_label_keys=self.cache.node_label_keys,
+            node_labels=self.cache.node_labels,
+            priority_of=self.priority_of,
+        )
+        return assemble(key, podgang, self.pods_of(key, podgang), ctx), podgang
