@@ -20,7 +20,7 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = ROOT / "crds"
-SAMPLES = Path("/work/shared/grove-samples")
+SAMPLES = ROOT / "tests" / "fixtures" / "pcs"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
