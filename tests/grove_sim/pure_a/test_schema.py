@@ -647,8 +647,7 @@ def test_number_fields_are_doubles_in_cel() -> None:
 def test_project_pcs_immutability_rule_on_update() -> None:
     """The PodCliqueSet CRD's transition rule rejects changing cliqueStartupType of a stored object."""
     schema = _crd_schemas().get("grove.io/v1alpha1/PodCliqueSet")
-    if schema is None:
-        pytest.skip("crds/grove.io_podcliquesets.yaml not present")
+    assert schema is not None, "crds/grove.io_podcliquesets.yaml is missing"
     sample: dict[str, Any] = {
         "apiVersion": "grove.io/v1alpha1",
         "kind": "PodCliqueSet",
