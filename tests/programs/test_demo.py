@@ -23,8 +23,9 @@ WAIT = 120.0
 pytestmark = pytest.mark.slow
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ, NO_PROXY="127.0.0.1,localhost")
+def _env(tmp: Path) -> dict[str, str]:
+    """The demo's environment; its work directory goes under ``tmp`` (a --keep run leaves it behind on purpose)."""
+    env = dict(os.environ, NO_PROXY="127.0.0.1,localhost", TMPDIR=str(tmp))
     for key in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "KUBECONFIG"):
         env.pop(key, None)
     return env
@@ -47,14 +48,14 @@ def _wait_until_gone(pids: list[int]) -> list[int]:
 
 
 @pytest.fixture
-def demo() -> Iterator[subprocess.Popen[str]]:
+def demo(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     """The demo with --keep, in its own session (signals aimed at it never reach the test)."""
     proc = subprocess.Popen(
         [sys.executable, str(DEMO), "--keep"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=_env(),
+        env=_env(tmp_path),
         start_new_session=True,
     )
     yield proc
@@ -85,12 +86,13 @@ def test_demo_stopped_mid_walkthrough_leaves_no_process(demo: subprocess.Popen[s
     assert _wait_until_gone(list(pids.values())) == []
 
 
-def test_plain_demo_prints_no_path_it_deletes() -> None:
-    """A plain run finishes, and every absolute path it printed still exists afterwards."""
+def test_plain_demo_prints_no_path_it_deletes(tmp_path: Path) -> None:
+    """A plain run finishes, leaves no work directory, and every absolute path it printed still exists."""
     result = subprocess.run(
-        [sys.executable, str(DEMO)], capture_output=True, text=True, env=_env(), timeout=600, check=False
+        [sys.executable, str(DEMO)], capture_output=True, text=True, env=_env(tmp_path), timeout=600, check=False
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []
     assert "Demo finished; every process it started has stopped." in result.stdout
     printed = set(re.findall(r"(?<![\w.])(/[\w.\-]+(?:/[\w.\-{},]+)+)", result.stdout + result.stderr))
     assert printed, "the demo printed no path at all (expected at least the CRD folder it applies)"
