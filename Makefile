@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck imports unit demo crds bench bench-full kubectl clean
+.PHONY: venv test test-fast lint typecheck imports unit demo crds bench bench-full kubectl clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ unit: $(STAMP) kubectl
 	$(BIN)/pytest -q
 
 test: lint typecheck imports unit
+
+# The edit-test loop: everything but the tests marked slow (end-to-end, kubectl, programs and demo, heavy
+# properties), properties with fewer examples. `make test` still runs everything.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not slow" --hypothesis-profile=fast
 
 crds: $(STAMP)
 	$(BIN)/python -m grove_api.crdgen crds

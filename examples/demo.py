@@ -2,20 +2,25 @@
 
 Starts `grove-sim` as a separate process (2 blocks x 4 racks x 8 nodes x 8 GPUs), then, when they are installed,
 `grove-operator` and `grove-scheduler` as separate processes too; installs the CRDs, applies a disaggregated
-inference PodCliqueSet, scales it, and prints what happened. It stops everything it started on the way out
-(also on Ctrl-C). `--keep` leaves the cluster running until Ctrl-C so you can explore it with kubectl.
+inference PodCliqueSet, scales it, and prints what happened. `--keep` leaves the cluster running until Ctrl-C so
+you can explore it with kubectl.
+
+It stops everything it started on the way out, whatever ends it: the end of the walkthrough, Ctrl-C, SIGTERM or
+SIGHUP at any step (`make` passes its own SIGTERM on), and even SIGKILL: each program runs in its own process group
+and is told by the kernel (PR_SET_PDEATHSIG) to stop when the demo dies. The clients (scheduler, operator) stop
+before the API server, so they release their leases at once instead of retrying a server that is gone.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +28,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import yaml
@@ -31,6 +37,29 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 RACK, BLOCK = "topology.kubernetes.io/rack", "topology.kubernetes.io/block"
 BOLD, DIM, RESET = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+PR_SET_PDEATHSIG = 1
+
+
+class Stopped(Exception):
+    """The demo was told to stop (SIGTERM, SIGHUP or Ctrl-C)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, _frame: FrameType | None) -> None:
+    raise Stopped(signum)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the demo dies, however it dies (Linux; elsewhere a no-op)."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the demo died before the request took effect
+        os._exit(1)
 
 
 def step(title: str) -> None:
@@ -41,18 +70,27 @@ def step(title: str) -> None:
 class Cluster:
     """The processes of one demo run and the kubectl environment that reaches them."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, show_paths: bool) -> None:
         self.workdir = workdir
+        self.show_paths = show_paths
         self.kubeconfig = workdir / "kubeconfig"
         self.env = dict(os.environ, KUBECONFIG=str(self.kubeconfig), KUBECACHEDIR=str(workdir / "kubecache"))
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
 
     def start(self, name: str, argv: Sequence[str]) -> None:
         """Start one program in its own process group, its output in a log file under the work directory."""
-        log = (self.workdir / f"{name}.log").open("wb")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        with (self.workdir / f"{name}.log").open("wb") as log:
+            proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         self.procs.append((name, proc))
-        print(f"{DIM}started {name} (pid {proc.pid}), log: {log.name}{RESET}")
+        where = f", log: {log.name}" if self.show_paths else ""
+        print(f"{DIM}started {name} (pid {proc.pid}){where}{RESET}", flush=True)
 
     def wait_for_kubeconfig(self, timeout: float = 60.0) -> None:
         """grove-sim writes the kubeconfig only once it serves requests."""
@@ -60,16 +98,18 @@ class Cluster:
         while not self.kubeconfig.exists():
             for name, proc in self.procs:
                 if proc.poll() is not None:
-                    raise SystemExit(f"{name} exited with {proc.returncode}; see {self.workdir / (name + '.log')}")
+                    raise SystemExit(f"{name} exited with {proc.returncode}; its log: {self.workdir / (name + '.log')}")
             if time.monotonic() > deadline:
                 raise SystemExit("grove-sim did not become ready in time")
             time.sleep(0.1)
 
-    def kubectl(self, *args: str, check: bool = True, quiet: bool = False) -> str:
+    def kubectl(self, *args: str, check: bool = True, quiet: bool = False, stdin: str | None = None) -> str:
         """Run the real kubectl against the simulated cluster, echoing the command like a person would type it."""
         if not quiet:
             print(f"{DIM}$ kubectl {' '.join(args)}{RESET}", flush=True)
-        result = subprocess.run(["kubectl", *args], env=self.env, capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            ["kubectl", *args], env=self.env, input=stdin, capture_output=True, text=True, check=False
+        )
         if not quiet:
             sys.stdout.write(result.stdout)
             sys.stdout.write(result.stderr)
@@ -78,24 +118,33 @@ class Cluster:
         return result.stdout
 
     def stop(self) -> None:
-        """SIGTERM every process group, then SIGKILL what is left: the demo leaves nothing running."""
-        for _, proc in reversed(self.procs):
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        for _, proc in reversed(self.procs):
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        """Stop the clients, then the API server (SIGTERM to each process group, SIGKILL after 10 s): the demo
+        leaves nothing running. Further stop signals are ignored until every process is gone."""
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
+        try:
+            clients = [proc for name, proc in self.procs if name != "grove-sim"]
+            servers = [proc for name, proc in self.procs if name == "grove-sim"]
+            for group in (clients, servers):
+                for proc in group:
+                    if proc.poll() is None:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.killpg(proc.pid, signal.SIGTERM)
+                for proc in group:
+                    try:
+                        proc.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
-def running_cluster(workdir: Path) -> Iterator[Cluster]:
+def running_cluster(workdir: Path, *, show_paths: bool) -> Iterator[Cluster]:
     """A simulated cluster for the duration of the block."""
-    cluster = Cluster(workdir)
+    cluster = Cluster(workdir, show_paths=show_paths)
     try:
         cluster.start(
             "grove-sim",
@@ -109,13 +158,6 @@ def running_cluster(workdir: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop()
-
-
-def free_port() -> int:
-    """A free loopback port for the scheduler's metrics endpoint, which the demo reads for solve times."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def make_nodes_busy(cluster: Cluster) -> None:
@@ -232,83 +274,122 @@ def report_solve_time(metrics_port: int) -> None:
     print(f"pods bound by grove-scheduler: {values.get('grove_scheduler_pods_bound_total', 0.0):.0f}")
 
 
+def listening_port(cluster: Cluster, name: str, timeout: float = 30.0) -> int:
+    """The port a program bound for `--metrics-bind-address 127.0.0.1:0`, from its "listening" log line."""
+    log = cluster.workdir / f"{name}.log"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict) and entry.get("event") == "listening" and "metrics" in entry["serves"]:
+                    return int(entry["port"])
+        time.sleep(0.1)
+    raise SystemExit(f"{name} did not report its metrics port")
+
+
+def walkthrough(cluster: Cluster, keep: bool) -> None:
+    """The demo's steps against a running simulated cluster."""
+    step("A simulated GPU cluster: 2 blocks x 4 racks x 8 nodes x 8 GPUs")
+    cluster.kubectl("version")
+    cluster.kubectl("get", "nodes", "-l", f"{RACK}=rack-0", "-L", f"{BLOCK},{RACK},nvidia.com/gpu.product")
+    make_nodes_busy(cluster)
+
+    step("Install the Grove CRDs (generated from grove_api), then start grove-operator and grove-scheduler")
+    cluster.kubectl("apply", "-f", str(ROOT / "crds"))
+    cluster.kubectl("create", "namespace", "grove-system")
+    loopback_any_port = "127.0.0.1:0"
+    cluster.start(
+        "grove-operator",
+        [
+            str(BIN / "grove-operator"),
+            *("--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", "grove-system"),
+            *("--health-probe-bind-address", loopback_any_port, "--metrics-bind-address", loopback_any_port),
+        ],
+    )
+    cluster.start(
+        "grove-scheduler",
+        [
+            str(BIN / "grove-scheduler"),
+            *("--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", "grove-system"),
+            *("--metrics-bind-address", loopback_any_port),
+        ],
+    )
+    metrics_port = listening_port(cluster, "grove-scheduler")
+
+    step("Apply the cluster topology and a disaggregated-inference PodCliqueSet (examples/)")
+    cluster.kubectl("apply", "-f", str(ROOT / "examples" / "cluster-topology.yaml"))
+    cluster.kubectl("apply", "-f", str(ROOT / "examples" / "disaggregated-inference.yaml"))
+    # router 1 + prefill 3 + two decode instances of 1 leader + 4 workers
+    wait_for_bound_pods(cluster, "llm", 14)
+    cluster.kubectl("get", "pcs,pclq,pcsg,pg")
+    report_gangs(cluster, "llm")
+
+    step("Scale: a third decode instance (kubectl scale pcsg) and a second system replica (kubectl scale pcs)")
+    cluster.kubectl("scale", "pcsg/llm-0-decode", "--replicas=3")
+    cluster.kubectl("scale", "pcs/llm", "--replicas=2")
+    wait_for_bound_pods(cluster, "llm", 14 + 5 + 14)
+    cluster.kubectl("get", "pcs,pcsg")
+    report_gangs(cluster, "llm")
+
+    step("What the scheduler measured")
+    report_solve_time(metrics_port)
+
+    step("Invalid input is refused with a Status that names the field")
+    cluster.kubectl("apply", "-f", "-", check=False, stdin=BROKEN_PCS)
+
+    if keep:
+        step("Explore it yourself")
+        print(f"export KUBECONFIG={cluster.kubeconfig}")
+        print("kubectl get grove; kubectl get pods -o wide; kubectl describe pg llm-0; kubectl get events")
+        print(f"logs: {cluster.workdir}/grove-{{sim,operator,scheduler}}.log")
+        print("\nThe cluster keeps running; press Ctrl-C to stop it.", flush=True)
+        signal.pause()
+    else:
+        step("Explore it yourself: make demo ARGS=--keep keeps the cluster running until Ctrl-C")
+
+
+BROKEN_PCS = (
+    "apiVersion: grove.io/v1alpha1\nkind: PodCliqueSet\nmetadata: {name: broken}\n"
+    "spec: {replicas: -1, template: {cliques: []}}\n"
+)
+
+
 def run(keep: bool) -> None:
-    """The walkthrough itself."""
+    """Run the walkthrough; the work directory (kubeconfig, logs) is shown and kept only with --keep or on failure."""
     if shutil.which("kubectl") is None:
         raise SystemExit("kubectl is not on PATH (make demo installs it; or apt-get install kubernetes-client)")
     workdir = Path(tempfile.mkdtemp(prefix="grove-demo-"))
-    with running_cluster(workdir) as cluster:
-        step("A simulated GPU cluster: 2 blocks x 4 racks x 8 nodes x 8 GPUs")
-        cluster.kubectl("version")
-        cluster.kubectl("get", "nodes", "-l", f"{RACK}=rack-0", "-L", f"{BLOCK},{RACK},nvidia.com/gpu.product")
-        make_nodes_busy(cluster)
-
-        step("Install the Grove CRDs (generated from grove_api), then start grove-operator and grove-scheduler")
-        cluster.kubectl("apply", "-f", str(ROOT / "crds"))
-        cluster.kubectl("create", "namespace", "grove-system")
-        metrics_port = free_port()
-        cluster.start(
-            "grove-operator",
-            [
-                str(BIN / "grove-operator"),
-                *("--kubeconfig", str(cluster.kubeconfig), "--metrics-port", "0"),
-                *("--health-port", "0", "--lease-namespace", "grove-system"),
-            ],
-        )
-        cluster.start(
-            "grove-scheduler",
-            [str(BIN / "grove-scheduler"), "--kubeconfig", str(cluster.kubeconfig), f"--metrics-port={metrics_port}"],
-        )
-
-        step("Apply the cluster topology and a disaggregated-inference PodCliqueSet (examples/)")
-        cluster.kubectl("apply", "-f", str(ROOT / "examples" / "cluster-topology.yaml"))
-        cluster.kubectl("apply", "-f", str(ROOT / "examples" / "disaggregated-inference.yaml"))
-        # router 1 + prefill 3 + two decode instances of 1 leader + 4 workers
-        wait_for_bound_pods(cluster, "llm", 14)
-        cluster.kubectl("get", "pcs,pclq,pcsg,pg")
-        report_gangs(cluster, "llm")
-
-        step("Scale: a third decode instance (kubectl scale pcsg) and a second system replica (kubectl scale pcs)")
-        cluster.kubectl("scale", "pcsg/llm-0-decode", "--replicas=3")
-        cluster.kubectl("scale", "pcs/llm", "--replicas=2")
-        wait_for_bound_pods(cluster, "llm", 14 + 5 + 14)
-        cluster.kubectl("get", "pcs,pcsg")
-        report_gangs(cluster, "llm")
-
-        step("What the scheduler measured")
-        report_solve_time(metrics_port)
-
-        step("Invalid input is refused with a Status that names the field")
-        bad = workdir / "bad.yaml"
-        bad.write_text(
-            "apiVersion: grove.io/v1alpha1\nkind: PodCliqueSet\nmetadata: {name: broken}\n"
-            "spec: {replicas: -1, template: {cliques: []}}\n"
-        )
-        cluster.kubectl("apply", "-f", str(bad), check=False)
-
-        step("Explore it yourself (make demo ARGS=--keep keeps the cluster running)")
-        print(f"export KUBECONFIG={cluster.kubeconfig}")
-        print("kubectl get grove; kubectl get pods -o wide; kubectl describe pg llm-0; kubectl get events")
-        print(f"logs: {workdir}/grove-{{sim,operator,scheduler}}.log")
-        if keep:
-            print("\nThe cluster keeps running; press Ctrl-C to stop it.")
-            with contextlib.suppress(KeyboardInterrupt):
-                signal.pause()
-    if not keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    print("\nDemo finished; every process it started has stopped.")
+    failed = True
+    try:
+        with running_cluster(workdir, show_paths=keep) as cluster:
+            walkthrough(cluster, keep)
+        failed = False
+    except Stopped:
+        failed = False
+        raise
+    finally:
+        if failed and not keep:
+            print(f"the programs' logs are kept in {workdir}", file=sys.stderr)
+        elif not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point for `make demo` (`python examples/demo.py [--keep]`)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep", action="store_true", help="keep the cluster running until Ctrl-C")
     args = parser.parse_args(argv)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _raise_stopped)
     try:
         run(keep=args.keep)
-    except KeyboardInterrupt:
-        print("\ninterrupted; stopped every process the demo started")
+    except Stopped as stop:
+        print(f"\nstopped ({stop}); every process the demo started has stopped", flush=True)
+        return 0 if args.keep and stop.signum == signal.SIGINT else 128 + stop.signum
+    print("\nDemo finished; every process it started has stopped.")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

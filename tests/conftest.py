@@ -1,19 +1,31 @@
-"""Shared fixtures: a simulated cluster per test module, the real kubectl against it, a kubernetes-asyncio client."""
+"""Shared fixtures: a simulated cluster per test module, the real kubectl against it, a kubernetes-asyncio client;
+the ``slow`` marker's rules and the leaked-task guard every async test runs under.
+
+``slow`` marks what ``make test-fast`` leaves out: tests under an ``e2e/`` or ``kubectl/`` folder and tests marked
+``kubectl`` (they start clusters, programs or kubectl), plus tests that carry ``@pytest.mark.slow`` themselves
+(heavy property tests, program and demo tests, benchmark smoke runs).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from kubernetes_asyncio import client, config
 
 from grove_sim.cluster import nodes_from_flags
 from grove_sim.testing import SimCluster
 
 KUBECTL = "/usr/bin/kubectl"
+
+settings.register_profile("fast", max_examples=20)
+"""``make test-fast`` (``--hypothesis-profile=fast``): fewer examples for properties that do not set their own."""
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -72,3 +84,43 @@ async def api_client(sim: SimCluster) -> AsyncIterator[client.ApiClient]:
 def repo_root() -> Path:
     """The repository root (for crds/ and samples)."""
     return Path(__file__).resolve().parent.parent
+
+
+TESTS = Path(__file__).resolve().parent
+SLOW_FOLDERS = frozenset({"e2e", "kubectl"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark end-to-end and kubectl tests ``slow`` by where they live, so no such file needs its own marker."""
+    for item in items:
+        folders = set(item.path.resolve().relative_to(TESTS).parts[:-1])
+        if folders & SLOW_FOLDERS or item.get_closest_marker("kubectl") is not None:
+            item.add_marker(pytest.mark.slow)
+
+
+def _leaked(before: set[asyncio.Task[object]]) -> list[asyncio.Task[object]]:
+    """Tasks started since ``before`` that still run (aiohttp's own test-server tasks excepted)."""
+    current = asyncio.current_task()
+    return [
+        task
+        for task in asyncio.all_tasks() - before
+        if not task.done() and task is not current and "aiohttp" not in repr(task.get_coro())
+        and "TestServer" not in repr(task)
+    ]  # fmt: skip
+
+
+@pytest.fixture
+async def _async_leak_guard() -> AsyncIterator[None]:
+    """Fail an async test that leaves asyncio tasks running (a controller, watch or binding that outlived it)."""
+    before = set(asyncio.all_tasks())
+    yield
+    await asyncio.sleep(0)
+    leaked = _leaked(before)
+    assert not leaked, f"leaked tasks: {leaked}"
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_tasks(request: pytest.FixtureRequest) -> None:
+    """Every async test runs under the leaked-task guard (sync tests have no loop to leak into)."""
+    if inspect.iscoroutinefunction(getattr(request, "function", None)):
+        request.getfixturevalue("_async_leak_guard")

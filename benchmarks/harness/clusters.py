@@ -6,7 +6,7 @@ Why these shapes (benchmark-anchors §4, §7):
   racks (5 per block, 5 blocks per zone), so the 5,000-node shape is upstream kube-scheduler's TAS template
   (50 racks x 100 nodes) with GPUs added, and the 1,000-node one has 20-node racks.
 * `openb()`: the heterogeneous Alibaba GPU v2023 cluster, 1,213 GPU nodes with 1/2/4/8 GPUs (6,212 GPUs), read
-  from `/work/shared/traces/alibaba-gpu-v2023_openb_node_list_gpu_node.csv`. The trace has no topology, so a
+  from `data/traces/alibaba-gpu-v2023_openb_node_list_gpu_node.csv`. The trace has no topology, so a
   deterministic synthetic one is added: nodes sorted by (GPU model, node name), cut into racks of 16 consecutive
   nodes (so racks are mostly one hardware type, as in real data centres), 8 racks per block, 4 blocks per zone.
 * `knavigator()`: NVIDIA knavigator's gang benchmark, 32 eight-GPU nodes (4 racks of 8).
@@ -34,7 +34,7 @@ HOST = "kubernetes.io/hostname"
 GPU_MODEL = "nvidia.com/gpu.product"
 LEVELS: tuple[str, ...] = (ZONE, BLOCK, RACK, HOST)
 
-TRACES = Path("/work/shared/traces")
+TRACES = Path(__file__).resolve().parents[2] / "data" / "traces"
 OPENB_NODES = TRACES / "alibaba-gpu-v2023_openb_node_list_gpu_node.csv"
 MIB = 2**20
 GIB = 2**30

@@ -1,15 +1,14 @@
 """`grove-operator`: parse flags, build the operator with `wiring.build`, run its manager until stopped.
 
-In-cluster configuration is used unless `--kubeconfig` is given. The process exits non-zero when leadership is
-lost (a fresh process re-joins the election, as controller-runtime requires) and zero on SIGTERM/SIGINT.
+Configuration is found as kubectl finds it (`--kubeconfig`, `$KUBECONFIG`, in-cluster, `~/.kube/config`). Exit
+codes: 0 on SIGTERM/SIGINT, 1 when leadership is lost (a fresh process re-joins the election, as controller-runtime
+requires), 2 when it cannot start (bad flags, no configuration, a listener address that cannot be bound).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
-import os
 import sys
 from collections.abc import Sequence
 
@@ -17,14 +16,19 @@ import structlog
 
 from grove_operator.config import DEFAULT_SCHEDULER_NAME, OperatorConfig
 from grove_operator.wiring import build
+from grove_runtime import cmdline
 from grove_runtime import logging as glog
 from grove_runtime.client import KubeClient
+from grove_runtime.health import Address
 from grove_runtime.leaderelection import LeadershipLost
 
 __all__ = ["GC_THRESHOLDS", "main", "parse_args", "run", "tune_gc"]
 
 log = structlog.get_logger("grove_operator.cli")
 
+
+HEALTH_PORT = 2751
+METRICS_PORT = 2752
 
 GC_THRESHOLDS = (20_000, 10, 10)
 """Collector thresholds for a process whose heap is mostly its informer cache (see `tune_gc`)."""
@@ -45,13 +49,17 @@ def tune_gc() -> None:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line of grove-operator."""
     parser = argparse.ArgumentParser(prog="grove-operator", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: in-cluster configuration)")
-    parser.add_argument("--metrics-port", type=int, default=2752, help="Prometheus /metrics port (0: any free port)")
-    parser.add_argument("--health-port", type=int, default=2751, help="/healthz and /readyz port (0: any free port)")
+    cmdline.add_kubeconfig_flag(parser)
+    cmdline.add_listener_flags(
+        parser,
+        health=Address(cmdline.LOOPBACK, HEALTH_PORT),
+        metrics=Address(cmdline.LOOPBACK, METRICS_PORT),
+        health_note=f" (default: {cmdline.LOOPBACK}:{HEALTH_PORT})",
+    )
     parser.add_argument(
         "--leader-elect", action=argparse.BooleanOptionalAction, default=True, help="run leader election on a Lease"
     )
-    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
+    cmdline.add_lease_namespace_flag(parser)
     parser.add_argument("--default-scheduler-name", default=DEFAULT_SCHEDULER_NAME)
     parser.add_argument("--namespace", default=None, help="watch only this namespace (default: all)")
     parser.add_argument("--pcs-workers", type=int, default=10)
@@ -74,7 +82,9 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         watch_namespace=args.namespace,
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
-        metrics_port=args.metrics_port,
+        health_host=args.health.host if args.health is not None else cmdline.LOOPBACK,
+        metrics_host=args.metrics.host if args.metrics is not None else cmdline.LOOPBACK,
+        metrics_port=args.metrics.port if args.metrics is not None else None,
     )
 
 
@@ -83,7 +93,7 @@ async def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     client = await KubeClient.from_kubeconfig(args.kubeconfig)
     try:
-        app = build(config, client, health_port=args.health_port)
+        app = build(config, client, health_port=args.health.port if args.health is not None else None)
         await app.manager.run()
     except LeadershipLost as exc:
         log.error("leadership lost, exiting", error=str(exc))
@@ -98,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     glog.configure(args.log_level)
     tune_gc()
-    return asyncio.run(run(args))
+    return cmdline.run_program("grove-operator", run(args))
 
 
 if __name__ == "__main__":

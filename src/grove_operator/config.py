@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 
 from grove_api import labels as glabels
+from grove_runtime.kubeconfig import DEFAULT_LEASE_NAMESPACE
 
 __all__ = ["DEFAULT_INIT_CONTAINER_IMAGE", "DEFAULT_SCHEDULER_NAME", "OperatorConfig"]
 
@@ -31,11 +32,12 @@ class OperatorConfig:
     retry_interval: float = 5.0
     watch_namespace: str | None = None
     leader_elect: bool = True
-    lease_namespace: str = "default"
+    lease_namespace: str = DEFAULT_LEASE_NAMESPACE
     lease_name: str = "grove-operator-leader-election"
     identity: str | None = None
     metrics_port: int | None = 2752
-    health_host: str = "0.0.0.0"
+    health_host: str = "127.0.0.1"
+    metrics_host: str = "127.0.0.1"
     expectations_timeout: float = 300.0
     child_batch_period: float = 0.2
     """Seconds an owner waits after a child's status event (a PodClique after its pods' events) before

@@ -26,7 +26,6 @@ with only the fields the operator reads (`grove_operator.podcache`).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 from collections.abc import Iterable
@@ -63,7 +62,7 @@ from grove_runtime.controller import Controller
 from grove_runtime.events import EventRecorder
 from grove_runtime.expectations import Expectations
 from grove_runtime.handlers import enqueue_mapped, enqueue_owner, enqueue_self
-from grove_runtime.health import HealthServer
+from grove_runtime.health import Address
 from grove_runtime.keys import ObjectKey
 from grove_runtime.leaderelection import LeaderElector
 from grove_runtime.manager import Manager
@@ -169,23 +168,6 @@ class OperatorApp:
     controllers: dict[str, Controller]
     metrics: ControllerMetrics
     expectations: Expectations[ObjectKey]
-
-
-class MetricsServer:
-    """A separate /metrics (+ probes) endpoint when the metrics port differs from the health port."""
-
-    name = "metrics-server"
-
-    def __init__(self, server: HealthServer) -> None:
-        self.server = server
-
-    async def run(self) -> None:
-        """Serve until cancelled."""
-        await self.server.start()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await self.server.stop()
 
 
 def build(
@@ -300,10 +282,8 @@ def build(
         registry=registry,
         health_host=config.health_host,
         health_port=health_port,
+        metrics=Address(config.metrics_host, config.metrics_port) if config.metrics_port is not None else None,
     )
-    if config.metrics_port is not None and config.metrics_port != health_port:
-        manager.add(MetricsServer(HealthServer(registry, host=config.health_host, port=config.metrics_port)),
-                    leader_only=False)  # fmt: skip
     controllers = {c.name: c for c in (pcs, pclq, pcsg, gang)}
     for c in controllers.values():
         manager.add(c)

@@ -18,16 +18,19 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import aiohttp
+import structlog
 from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio import config as k8s_config
 
 from grove_runtime import errors
 from grove_runtime._transport import Transport
 from grove_runtime._wire import RetryPolicy, read_json, retrying, watch_events
 from grove_runtime.clock import Clock, LoopClock
+from grove_runtime.kubeconfig import load_configuration
 from grove_runtime.resources import PODS, ResourceType
 
 Obj = dict[str, Any]
+
+log = structlog.get_logger("grove_runtime.client")
 
 
 class PatchType(enum.StrEnum):
@@ -131,12 +134,10 @@ class KubeClient:
 
     @classmethod
     async def from_kubeconfig(cls, path: str | None = None, *, context: str | None = None, **kwargs: Any) -> KubeClient:
-        """Build from a kubeconfig file, or from the in-cluster service account when ``path`` is None."""
-        cfg = k8s.Configuration()
-        if path is None:
-            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        else:
-            await k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+        """Build from ``path``, else from the first of ``$KUBECONFIG``, the in-cluster service account and
+        ``~/.kube/config`` (kubectl's order); raises :class:`~grove_runtime.kubeconfig.KubeconfigError`."""
+        cfg, source = await load_configuration(path, context=context)
+        log.info("kubernetes configuration", source=source.kind, path=str(source.path), server=cfg.host)
         return cls(k8s.ApiClient(configuration=cfg), **kwargs)
 
     async def close(self) -> None:

@@ -16,17 +16,20 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import structlog
 from prometheus_client import CollectorRegistry
 
 from grove_runtime.cache import Cache
 from grove_runtime.client import Client
-from grove_runtime.health import HealthServer
+from grove_runtime.health import Address, HealthServer, plan_listeners
 from grove_runtime.leaderelection import LeaderElector, LeadershipLost
 
 log = structlog.get_logger("grove_runtime.manager")
+
+RELEASE_TIMEOUT = 1.0
+"""Seconds a stopping manager waits to release its lease (one request to a live API server takes milliseconds)."""
 
 
 class Runnable(Protocol):
@@ -54,16 +57,25 @@ class Manager:
         cache: Cache | None = None,
         elector: LeaderElector | None = None,
         registry: CollectorRegistry | None = None,
-        health_host: str = "0.0.0.0",
+        health_host: str = "127.0.0.1",
         health_port: int | None = 8080,
+        metrics: Address | Literal["with-probes"] | None = "with-probes",
+        release_timeout: float = RELEASE_TIMEOUT,
     ) -> None:
+        """Probes listen on ``health_host:health_port`` (None: no probes); ``metrics`` is the /metrics address,
+        by default the probes' listener (None: no /metrics)."""
         self.client = client
+        self.release_timeout = release_timeout
         self.cache = cache or Cache(client)
         self.elector = elector
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.health = (
-            HealthServer(self.registry, host=health_host, port=health_port) if health_port is not None else None
-        )
+        health = Address(health_host, health_port) if health_port is not None else None
+        plans = plan_listeners(health, health if metrics == "with-probes" else metrics)
+        self.listeners = [
+            HealthServer(self.registry, host=p.address.host, port=p.address.port, probes=p.probes, metrics=p.metrics)
+            for p in plans
+        ]
+        self.health = next((server for server in self.listeners if server.probes), None)
         self._runnables: list[tuple[Runnable, bool]] = []
         self._stop = asyncio.Event()
         self.started = asyncio.Event()
@@ -111,6 +123,14 @@ class Manager:
             return True
         return False
 
+    async def _release_lease(self, elector: LeaderElector) -> None:
+        """Give the lease up, but never hold a stopping process hostage: with the API server gone the client's
+        retries would take seconds, and an unreleased lease merely expires."""
+        try:
+            await asyncio.wait_for(elector.release(), self.release_timeout)
+        except TimeoutError:
+            log.warning("lease not released in time; it will expire", timeout=self.release_timeout)
+
     def _spawn(self, runnable: Runnable) -> asyncio.Task[None]:
         name = getattr(runnable, "name", type(runnable).__name__)
         return asyncio.get_running_loop().create_task(runnable.run(), name=f"runnable-{name}")
@@ -123,9 +143,8 @@ class Manager:
         leaders: list[asyncio.Task[None]] = []
         hold: asyncio.Task[None] | None = None
         try:
-            if self.health is not None:
-                await self.health.start()
-                log.info("health server listening", port=self.health.port)
+            for server in self.listeners:
+                await server.start()
             cache_task = asyncio.get_running_loop().create_task(self.cache.run(), name="cache")
             if not await self._until_stopped(self.cache.wait_synced()):
                 return
@@ -160,11 +179,11 @@ class Manager:
             if hold is not None:
                 await _cancel_all([hold])
             if self.elector is not None:
-                await self.elector.release()
+                await self._release_lease(self.elector)
             await _cancel_all(others)
             if cache_task is not None:
                 await _cancel_all([cache_task])
-            if self.health is not None:
-                await self.health.stop()
+            for server in self.listeners:
+                await server.stop()
             remove_signals()
             log.info("manager stopped")

@@ -17,6 +17,7 @@ from grove_runtime.client import Client
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.controller import Controller
 from grove_runtime.events import EventRecorder
+from grove_runtime.health import Address
 from grove_runtime.leaderelection import LeaderElector, default_identity, unfenced
 from grove_runtime.manager import Manager
 from grove_runtime.metrics import ControllerMetrics
@@ -132,13 +133,15 @@ def build(
     nodes.add_handler(NodeEvents(scheduler))
     podgangs.add_handler(PodGangEvents(scheduler, status.enqueue))
     priorityclasses.add_handler(PriorityClassEvents(scheduler))
+    metrics_address = Address(config.metrics_host, config.metrics_port) if config.metrics_port is not None else None
     manager = Manager(
         client,
         cache=informers,
         elector=elector,
         registry=registry,
-        health_host=config.metrics_host,
-        health_port=config.metrics_port,
+        health_host=config.metrics_host if config.probes_with_metrics else config.health_host,
+        health_port=config.metrics_port if config.probes_with_metrics else config.health_port,
+        metrics="with-probes" if config.probes_with_metrics else metrics_address,
     )
     runnable = SchedulingRunnable(scheduler)
     manager.add(runnable)

@@ -1,20 +1,23 @@
 """`grove-scheduler`: parse flags, configure JSON logging, build the scheduler and run it until told to stop.
 
-Exit codes: 0 after SIGTERM/SIGINT, 1 when the Lease was lost (the process must restart to re-join the election,
-as controller-runtime prescribes) or a component crashed.
+Configuration is found as kubectl finds it (`--kubeconfig`, `$KUBECONFIG`, in-cluster, `~/.kube/config`). Exit
+codes: 0 after SIGTERM/SIGINT, 1 when the Lease was lost (the process must restart to re-join the election, as
+controller-runtime prescribes) or a component crashed, 2 when it cannot start (bad flags, no configuration, a
+listener address that cannot be bound).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Sequence
 
 import structlog
 
+from grove_runtime import cmdline
 from grove_runtime import logging as grove_logging
 from grove_runtime.client import KubeClient
+from grove_runtime.health import Address
 from grove_runtime.leaderelection import LeadershipLost
 from grove_sched.app import build
 from grove_sched.config import SchedulerConfig
@@ -28,16 +31,19 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
     """Flags → configuration."""
     defaults = SchedulerConfig()
     parser = argparse.ArgumentParser(prog="grove-scheduler", description="CP-SAT gang scheduler for Grove PodGangs.")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster service account)")
+    cmdline.add_kubeconfig_flag(parser)
     parser.add_argument("--scheduler-name", default=defaults.scheduler_name, help="spec.schedulerName to serve")
-    parser.add_argument(
-        "--metrics-port", type=int, default=defaults.metrics_port, help="port of /metrics, /healthz, /readyz (0: any)"
+    cmdline.add_listener_flags(
+        parser,
+        health=None,
+        metrics=Address(defaults.metrics_host, defaults.metrics_port or 0),
+        health_note=" (default: on the metrics listener)",
     )
     parser.add_argument(
         "--leader-elect", action=argparse.BooleanOptionalAction, default=defaults.leader_elect, help="use a Lease"
     )
     parser.add_argument("--lease-name", default=defaults.lease_name)
-    parser.add_argument("--lease-namespace", default=defaults.lease_namespace)
+    cmdline.add_lease_namespace_flag(parser)
     parser.add_argument(
         "--leader-elect-lease-duration",
         type=float,
@@ -69,10 +75,17 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         parser.error(
             "need --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0"
         )
+    metrics: Address | None = args.metrics
+    separate = hasattr(args, "health")
+    health: Address | None = args.health if separate else None
     return SchedulerConfig(
         scheduler_name=args.scheduler_name,
         kubeconfig=args.kubeconfig,
-        metrics_port=args.metrics_port,
+        metrics_host=metrics.host if metrics is not None else defaults.metrics_host,
+        metrics_port=metrics.port if metrics is not None else None,
+        probes_with_metrics=not separate,
+        health_host=health.host if health is not None else defaults.health_host,
+        health_port=health.port if health is not None else None,
         leader_elect=args.leader_elect,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,
@@ -103,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point `grove-scheduler`."""
     config = parse_args(argv)
     grove_logging.configure(config.log_level)
-    sys.exit(asyncio.run(run(config)))
+    sys.exit(cmdline.run_program("grove-scheduler", run(config)))
 
 
 if __name__ == "__main__":

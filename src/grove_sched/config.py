@@ -20,7 +20,12 @@ class SchedulerConfig:
     scheduler_name: str = "grove-scheduler"
     kubeconfig: str | None = None
     metrics_port: int | None = 8080
-    metrics_host: str = "0.0.0.0"
+    metrics_host: str = "127.0.0.1"
+    probes_with_metrics: bool = True
+    """/healthz and /readyz on the metrics listener (kube-scheduler's single port); False: on their own listener
+    at health_host:health_port (None: no probes)."""
+    health_host: str = "127.0.0.1"
+    health_port: int | None = None
     leader_elect: bool = True
     lease_name: str = "grove-scheduler"
     lease_namespace: str = "grove-system"

@@ -56,6 +56,7 @@ def scenarios(draw: st.DrawFn) -> tuple[Snapshot, GangRequest]:
     return Snapshot.build(nodes, pods), gang
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=scenarios())

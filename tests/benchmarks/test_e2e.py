@@ -30,6 +30,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, A
     return status, json.loads((folder / "results.json").read_text()), folder
 
 
+@pytest.mark.slow
 def test_tiny_run_binds_every_pod_and_verifies(tiny_run: tuple[int, dict[str, Any], Path]) -> None:
     """Exit 0, all 12 pods and 3 gangs bound, constraints checked and holding, nothing over-committed."""
     status, doc, _ = tiny_run
@@ -47,6 +48,7 @@ def test_tiny_run_binds_every_pod_and_verifies(tiny_run: tuple[int, dict[str, An
     assert numbers["scheduler"]["pods_bound_metric"] == 12
 
 
+@pytest.mark.slow
 def test_tiny_run_reports_latencies_and_throughput(tiny_run: tuple[int, dict[str, Any], Path]) -> None:
     """Every gang has a gang latency and a creation→bound latency; both are non-negative and ordered."""
     _, doc, _ = tiny_run
@@ -63,6 +65,7 @@ def test_tiny_run_reports_latencies_and_throughput(tiny_run: tuple[int, dict[str
     assert all(numbers["memory_mib"][name]["peak"] > 0 for name in ("sim", "operator", "scheduler"))
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_markdown_and_plot(tiny_run: tuple[int, dict[str, Any], Path]) -> None:
     """latest.md carries the command and a verified row; the bound-pods plot is a PNG."""
     _, doc, folder = tiny_run

@@ -50,6 +50,7 @@ async def _pods(sim: SimProcess) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["name"]: p for p in body["items"]}
 
 
+@pytest.mark.slow
 def test_smoke_result_structure(smoke: dict[str, Any]) -> None:
     """The result has every phase with the expected request counts, no errors, and positive RSS figures."""
     phases = smoke["phases"]
@@ -65,6 +66,7 @@ def test_smoke_result_structure(smoke: dict[str, Any]) -> None:
     assert smoke["rss_mib"]["loaded"] > 0
 
 
+@pytest.mark.slow
 async def test_smoke_every_pod_created_and_bound(smoke: dict[str, Any], sim: SimProcess) -> None:
     """Every created pod exists on the server and every bound pod carries a nodeName and runs."""
     assert smoke["verify"]["missing"] == 0
@@ -78,6 +80,7 @@ async def test_smoke_every_pod_created_and_bound(smoke: dict[str, Any], sim: Sim
     assert all(any(c["type"] == "grove.io/BenchProbe" for c in pods[name]["status"]["conditions"]) for name in names)
 
 
+@pytest.mark.slow
 def test_smoke_watchers_receive_every_event(smoke: dict[str, Any]) -> None:
     """Each watcher saw every known event: creates, binds, kubelet updates and both patch phases, nothing missed."""
     watch = smoke["watch"]
@@ -91,6 +94,7 @@ def test_smoke_watchers_receive_every_event(smoke: dict[str, Any]) -> None:
         assert watcher["by_type"] == {"ADDED": PODS, "MODIFIED": expected - PODS}
 
 
+@pytest.mark.slow
 def test_smoke_summary_and_table(smoke: dict[str, Any], config: BenchConfig) -> None:
     """The summary of one repetition carries its figures and the Markdown table names every phase."""
     summary = summarize([smoke])

@@ -14,7 +14,8 @@ from pydantic import BaseModel
 from grove_api import ObjectMeta, crdgen
 from grove_api._crdspec import CRD_KINDS
 
-SAMPLES_DIR = Path("/work/shared/grove-samples")
+from ..fixtures.samples import load_sample, sample_files
+
 CRDS = {crd["spec"]["names"]["kind"]: crd for crd in crdgen.generate()}
 ALLOWED_CEL_CALLS = {"has", "size", "all", "exists", "matches"}
 
@@ -289,10 +290,10 @@ def _undeclared(value: Any, node: dict[str, Any], path: str = "") -> Iterator[st
             yield from _undeclared(item, node["items"], f"{path}[{i}]")
 
 
-@pytest.mark.parametrize("path", sorted(SAMPLES_DIR.rglob("*.yaml")), ids=lambda p: p.name)
-def test_samples_survive_pruning(path: Path) -> None:
-    """No field of an upstream sample would be pruned by the generated PodCliqueSet schema."""
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("path", sample_files())
+def test_samples_survive_pruning(path: str) -> None:
+    """No field of a sample-shaped fixture would be pruned by the generated PodCliqueSet schema."""
+    doc = load_sample(path)
     assert list(_undeclared(doc, _schema("PodCliqueSet"))) == []
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import ValidationError
 
 from grove_api import (
@@ -22,16 +20,10 @@ from grove_api import (
     format_time,
 )
 
-SAMPLES_DIR = Path("/work/shared/grove-samples")
-SAMPLE_PATHS = sorted(SAMPLES_DIR.rglob("*.yaml"))
+from ..fixtures.samples import load_sample as _load
+from ..fixtures.samples import sample_files
 
-
-def _load(path: Path) -> dict[str, Any]:
-    """The single PodCliqueSet document of a sample file."""
-    docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
-    assert len(docs) == 1
-    doc: dict[str, Any] = docs[0]
-    return doc
+SAMPLE_PATHS = sample_files()
 
 
 def _with_role_names(doc: dict[str, Any]) -> dict[str, Any]:
@@ -42,12 +34,12 @@ def _with_role_names(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_samples_are_present() -> None:
-    """The fixture directory holds the eleven upstream samples the other tests iterate over."""
+    """The fixture directory holds one PodCliqueSet for each of the eleven upstream sample shapes."""
     assert len(SAMPLE_PATHS) == 11
 
 
-@pytest.mark.parametrize("path", SAMPLE_PATHS, ids=lambda p: p.name)
-def test_sample_parses_and_round_trips(path: Path) -> None:
+@pytest.mark.parametrize("path", SAMPLE_PATHS)
+def test_sample_parses_and_round_trips(path: str) -> None:
     """Every sample parses and dumps back to the same document (plus the defaulted empty roleName)."""
     doc = _load(path)
     pcs = PodCliqueSet.model_validate(doc)
@@ -59,14 +51,14 @@ def test_sample_parses_and_round_trips(path: Path) -> None:
 def test_missing_role_name_reads_as_empty() -> None:
     """A clique without `roleName` gets the empty role, as upstream's Go defaulting produces."""
     pcs = PodCliqueSet.model_validate(
-        _load(SAMPLES_DIR / "user-guide/03_environment-variables-for-pod-discovery/standalone-env-vars.yaml")
+        _load("user-guide/03_environment-variables-for-pod-discovery/standalone-env-vars.yaml")
     )
     assert pcs.spec.template.cliques[0].spec.role_name == ""
 
 
 def test_effective_defaults_match_crd_defaults() -> None:
     """Unset optional fields report the CRD/webhook defaults through the `effective_*` helpers."""
-    pcs = PodCliqueSet.model_validate(_load(SAMPLES_DIR / "simple/simple1.yaml"))
+    pcs = PodCliqueSet.model_validate(_load("simple/simple1.yaml"))
     template = pcs.spec.template
     assert template.effective_startup_type() == "CliqueStartupTypeAnyOrder"
     assert pcs.spec.effective_update_strategy() == "RollingRecreate"
@@ -81,7 +73,7 @@ def test_effective_defaults_match_crd_defaults() -> None:
 
 def test_explicit_sample_fields_parse() -> None:
     """simple3's startup type, termination delay and PCSG replica settings come through typed."""
-    pcs = PodCliqueSet.model_validate(_load(SAMPLES_DIR / "simple/simple3-explicit-startup-order.yaml"))
+    pcs = PodCliqueSet.model_validate(_load("simple/simple3-explicit-startup-order.yaml"))
     template = pcs.spec.template
     assert template.clique_startup_type == "CliqueStartupTypeExplicit"
     assert template.termination_delay == "1m"
@@ -215,7 +207,7 @@ def test_time_serialises_as_rfc3339_utc() -> None:
 
 def test_spec_rejects_negative_replicas() -> None:
     """A negative PCS replica count fails model validation, mirroring the CRD minimum."""
-    doc = _load(SAMPLES_DIR / "simple/simple1.yaml")
+    doc = _load("simple/simple1.yaml")
     doc["spec"]["replicas"] = -1
     with pytest.raises(ValidationError):
         PodCliqueSet.model_validate(doc)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
 from grove_api import PodCliqueSet, names
 
-SAMPLES_DIR = Path("/work/shared/grove-samples")
+from ..fixtures.samples import load_sample
+
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -182,7 +181,7 @@ def test_sample_expands_to_expected_names(
     sample: str, pclqs: set[str], pcsgs: set[str], gangs: set[str], pods: int
 ) -> None:
     """Replica 0 of each sample yields exactly the PodCliques, PCSGs, PodGangs and pod count of §4."""
-    pcs = PodCliqueSet.model_validate(yaml.safe_load((SAMPLES_DIR / sample).read_text(encoding="utf-8")))
+    pcs = PodCliqueSet.model_validate(load_sample(sample))
     got = expand(pcs)
     assert got.pclqs == pclqs
     assert got.pcsgs == pcsgs

@@ -1,4 +1,4 @@
-"""Fixtures for grove_runtime tests: a leaked-task guard, and ``MiniApi``, a tiny in-process Kubernetes-like
+"""Fixtures for grove_runtime tests: ``MiniApi``, a tiny in-process Kubernetes-like
 HTTP server (real HTTP, real watch streams, fault injection) used where the shared ``grove_sim`` is not needed
 or cannot provoke a fault (429/5xx, compaction, closing streams on demand)."""
 
@@ -19,17 +19,6 @@ from kubernetes_asyncio import client as k8s
 from grove_runtime.client import KubeClient, RetryPolicy
 
 Obj = dict[str, Any]
-
-
-@pytest.fixture(autouse=True)
-async def _no_leaked_tasks() -> AsyncIterator[None]:
-    """Fail a test that leaves asyncio tasks running."""
-    before = set(asyncio.all_tasks())
-    yield
-    await asyncio.sleep(0)
-    leaked = [t for t in asyncio.all_tasks() - before if not t.done() and t is not asyncio.current_task()]
-    leaked = [t for t in leaked if "TestServer" not in repr(t) and "aiohttp" not in repr(t.get_coro())]
-    assert not leaked, f"leaked tasks: {leaked}"
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -14,9 +14,10 @@ from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
 from grove_operator import defaults
 from grove_operator.desired import _layout, pod, podclique, scalinggroup
 
-SAMPLES_DIR = Path("/work/shared/grove-samples")
+from ...fixtures.samples import sample_files, sample_path
+
 EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "examples"
-SAMPLE_FILES = sorted(p.relative_to(SAMPLES_DIR).as_posix() for p in SAMPLES_DIR.rglob("*.yaml"))
+SAMPLE_FILES = sample_files()
 
 
 def load_pcs(path: Path) -> PodCliqueSet:
@@ -71,7 +72,7 @@ def build_hierarchy(pcs: PodCliqueSet, image: str = "grove-initc:test") -> Hiera
 @pytest.fixture(scope="session")
 def sample() -> Callable[[str], PodCliqueSet]:
     """Load a sample by its path relative to the samples directory."""
-    return lambda rel: load_pcs(SAMPLES_DIR / rel)
+    return lambda rel: load_pcs(sample_path(rel))
 
 
 @pytest.fixture(scope="session")

@@ -11,11 +11,11 @@ import pytest
 from grove_api import PodCliqueSet
 from grove_operator.desired import hpa, podgang, service
 
+from ...fixtures.samples import sample_files
+
 BuildHierarchy = Callable[[PodCliqueSet], Any]
 LoadSample = Callable[[str], PodCliqueSet]
 """The `hierarchy` fixture: builds every object the controllers would create for a PodCliqueSet."""
-
-SAMPLES_DIR = Path("/work/shared/grove-samples")
 
 Gangs = dict[str, list[tuple[str, int]]]
 
@@ -191,8 +191,7 @@ SAMPLE_PARAMS = [pytest.param(path, id=Path(path).stem) for path in EXPECTED]
 
 def test_table_covers_every_sample() -> None:
     """The expectation table names exactly the sample files that exist."""
-    on_disk = sorted(p.relative_to(SAMPLES_DIR).as_posix() for p in SAMPLES_DIR.rglob("*.yaml"))
-    assert sorted(EXPECTED) == on_disk
+    assert sorted(EXPECTED) == sample_files()
 
 
 @pytest.mark.parametrize("path", SAMPLE_PARAMS)

@@ -12,13 +12,13 @@ import yaml
 from grove_api import ClusterTopologyBinding
 from grove_operator import defaults, validation
 
-SAMPLES = Path("/work/shared/grove-samples")
+from ...fixtures.samples import load_sample, sample_files
+
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def _raw(rel: str) -> dict[str, Any]:
-    docs = [d for d in yaml.safe_load_all((SAMPLES / rel).read_text()) if d]
-    return defaults.default_podcliqueset(docs[0])
+    return defaults.default_podcliqueset(load_sample(rel))
 
 
 def _errors(pcs: dict[str, Any], **kw: Any) -> set[tuple[str, str]]:
@@ -45,7 +45,7 @@ def test_defaults() -> None:
     assert frontend["spec"]["template"]["cliques"][0]["spec"]["roleName"] == ""
 
 
-@pytest.mark.parametrize("rel", sorted(p.relative_to(SAMPLES).as_posix() for p in SAMPLES.rglob("*.yaml")))
+@pytest.mark.parametrize("rel", sample_files())
 def test_samples_are_valid(rel: str) -> None:
     """Every upstream sample passes validation after defaulting."""
     assert validation.validate_podcliqueset(_raw(rel)) == []

@@ -11,10 +11,7 @@ import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any, TypeVar
-
-import yaml
 
 from grove_operator.components import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
 from grove_operator.config import OperatorConfig
@@ -22,10 +19,11 @@ from grove_operator.wiring import OperatorApp, build
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import PODS
 
+from ...fixtures.samples import load_sample
+
 T = TypeVar("T")
 Obj = dict[str, Any]
 
-SAMPLES = Path("/work/shared/grove-samples")
 WAIT = 60.0
 
 
@@ -115,12 +113,6 @@ async def wait_for(check: Callable[[], Awaitable[T | None]], what: str, limit: f
         await asyncio.sleep(0.1)
 
 
-def load_sample(relative: str) -> Obj:
-    """The PodCliqueSet document of an upstream sample file."""
-    docs = [d for d in yaml.safe_load_all((SAMPLES / relative).read_text()) if d]
-    return next(d for d in docs if d.get("kind") == "PodCliqueSet")
-
-
 async def create_pcs(client: KubeClient, namespace: str, pcs: Obj) -> Obj:
     """Create a PodCliqueSet in `namespace` (the sample's namespace is overridden)."""
     body = dict(pcs)
@@ -174,7 +166,6 @@ __all__ = [
     "PODCLIQUESCALINGGROUPS",
     "PODCLIQUESETS",
     "PODGANGS",
-    "SAMPLES",
     "OperatorThread",
     "bind_all",
     "create_pcs",

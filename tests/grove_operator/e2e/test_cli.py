@@ -41,6 +41,7 @@ async def test_binary_reconciles_serves_metrics_and_exits_cleanly(
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "grove_operator.cli", "--kubeconfig", crds.kubeconfig, "--leader-elect",
         "--health-port", str(health), "--metrics-port", str(metrics), "--namespace", namespace,
+        "--lease-namespace", namespace,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from grove_api import PodCliqueSet
 from grove_operator import defaults
 
-SAMPLES_DIR = Path("/work/shared/grove-samples")
+from ...fixtures.samples import load_sample
 
 
 @pytest.fixture(scope="session")
@@ -20,8 +18,7 @@ def sample() -> Callable[[str], PodCliqueSet]:
     """Load a sample (path relative to the samples directory), defaulted, with a uid."""
 
     def load(rel: str) -> PodCliqueSet:
-        raw = next(d for d in yaml.safe_load_all((SAMPLES_DIR / rel).read_text()) if d)
-        raw = defaults.default_podcliqueset(raw)
+        raw = defaults.default_podcliqueset(load_sample(rel))
         raw["metadata"]["uid"] = "uid-pcs"
         return PodCliqueSet.model_validate(raw)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from placement_kit import BLOCK_KEY, bound, brute_force, counts_of, gang, group, node, objective, violations
@@ -36,6 +37,8 @@ from grove_sched.placement import (
     prune_bounds,
     weights,
 )
+
+pytestmark = pytest.mark.slow  # CP-SAT solves over many generated instances: heavy property tests
 
 EXACT = PlacementOptions(top_k_domains=100, max_greedy_domains=100, max_deterministic_time=10.0, refine="all")
 

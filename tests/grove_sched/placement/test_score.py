@@ -49,6 +49,7 @@ def test_score_is_in_unit_interval_and_monotone_in_the_lexicographic_order(
         assert sb >= sa
 
 
+@pytest.mark.slow
 def test_required_rack_goes_to_the_fullest_rack_that_fits() -> None:
     """Rack-level best fit (tier 4) beats node-level exact fit: r0 (12 free GPUs) is chosen over r1 (24 free)
     even though r1 has two nodes with exactly 4 free."""

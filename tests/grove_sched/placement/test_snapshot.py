@@ -101,6 +101,7 @@ def _decoded(snap: Snapshot, key: str) -> list[str | None]:
     return [vocab[c] if c >= 0 else None for c in snap.pod_labels.column(key)]
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(
     st.lists(

@@ -125,6 +125,7 @@ def test_podgang_of_another_scheduler_is_ignored() -> None:
     assert isinstance(assemble(GangKey("default", "g"), pg, foreign, ctx()), Waiting)
 
 
+@pytest.mark.slow
 def test_extras_of_a_placed_gang_are_placeable() -> None:
     """Once the minimum is bound, remaining pods form a gang with minimum 0 that placement accepts."""
     from grove_sched.cache import SchedulerCache

@@ -174,6 +174,7 @@ async def test_remove_and_close() -> None:
         await waiter
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.sampled_from(["error", "unschedulable", "event"]), min_size=1, max_size=12))
 def test_never_hot_loops(steps: list[str]) -> None:

@@ -15,10 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-pytestmark = [
-    pytest.mark.kubectl,
-    pytest.mark.skipif(not Path("/usr/bin/kubectl").exists(), reason="the kubectl binary is not installed"),
-]
+pytestmark = pytest.mark.kubectl
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 NAMESPACE = "lists"

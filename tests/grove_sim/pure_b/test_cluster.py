@@ -21,7 +21,7 @@ from grove_sim.cluster import (
     parse_topology,
 )
 
-TRACES = Path("/work/shared/traces")
+TRACES = Path(__file__).resolve().parents[3] / "data" / "traces"
 OPENB_ALL = TRACES / "alibaba-gpu-v2023_openb_node_list_all_node.csv"
 OPENB_GPU = TRACES / "alibaba-gpu-v2023_openb_node_list_gpu_node.csv"
 ZONE, BLOCK, RACK = (TOPOLOGY_LABELS[k] for k in ("zone", "block", "rack"))
