@@ -28,16 +28,6 @@ BLOCK = "topology.kubernetes.io/block"
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(autouse=True)
-async def _no_leaked_tasks() -> AsyncIterator[None]:
-    """Fail a test that leaves asyncio tasks running (a scheduler task or binding cycle that outlived its test)."""
-    before = set(asyncio.all_tasks())
-    yield
-    await asyncio.sleep(0)
-    leaked = [t for t in asyncio.all_tasks() - before if not t.done() and t is not asyncio.current_task()]
-    assert not leaked, f"leaked tasks: {leaked}"
-
-
 @pytest.fixture
 def cluster() -> Iterator[SimCluster]:
     """2 blocks x 2 racks x 2 nodes with 8 GPUs each (node-0..node-7; racks rack-0..rack-3)."""
