@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grove_operator.components import PODCLIQUES, PODCLIQUESETS, PODGANGS
+from grove_operator.kinds import PODCLIQUES, PODCLIQUESETS, PODGANGS
 from grove_runtime import errors
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import EVENTS, PODS

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grove_api import labels as glabels
-from grove_operator.components import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
+from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import HPAS, PODS
 

@@ -6,58 +6,54 @@ are refreshed; groups of removed replicas are deleted (their member PodCliques f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Iterable
 
-from grove_api import PodCliqueScalingGroup
+from grove_api import PodCliqueScalingGroup, PodCliqueSet
 from grove_api import labels as glabels
-from grove_operator import parsed
-from grove_operator.components import PODCLIQUESCALINGGROUPS, create_or_patch, delete_if_exists
-from grove_operator.desired._layout import scaling_group_configs
+from grove_api import names as gnames
+from grove_operator.desired.layout import scaling_group_configs, scaling_group_identity
 from grove_operator.desired.scalinggroup import build_scaling_group
-from grove_operator.podcliqueset.components._common import PcsContext, bounded, cached, children
-from grove_runtime.keys import Result
+from grove_operator.kinds import PODCLIQUESCALINGGROUPS
+from grove_operator.podcliqueset.components._common import Obj, PcsContext, children
+from grove_operator.reconcile.childset import ChildSet
 
 __all__ = ["ScalingGroups"]
 
+Slot = tuple[int, str]
+"""(PCS replica index, scaling-group config name)."""
 
-@dataclass(frozen=True)
-class ScalingGroups:
-    """Create-or-patch expected PCSGs, delete the rest."""
 
-    name: str = "podcliquescalinggroup"
+class ScalingGroups(ChildSet[PodCliqueSet, Slot]):
+    """One PCSG per replica and scaling-group config."""
 
-    def existing_names(self, ctx: PcsContext) -> list[str]:
+    name = "podcliquescalinggroup"
+    rt = PODCLIQUESCALINGGROUPS
+    noun = "PodCliqueScalingGroup"
+
+    def existing(self, ctx: PcsContext) -> Iterable[Obj]:
         """Cached PCSGs of the PCS."""
-        return [o["metadata"]["name"] for o in children(ctx, PODCLIQUESCALINGGROUPS, glabels.COMPONENT_PCSG)]
+        return children(ctx, PODCLIQUESCALINGGROUPS, glabels.COMPONENT_PCSG)
 
-    async def sync(self, ctx: PcsContext) -> Result | None:
-        """Converge the scaling groups."""
-        work = [
-            (i, g.name)
-            for i in range(ctx.owner.spec.replicas or 0)
-            for g in scaling_group_configs(ctx.owner.spec.template)
-        ]
-        expected = {f"{ctx.key.name}-{i}-{g}" for i, g in work}
-        stale = [n for n in self.existing_names(ctx) if n not in expected]
-        await bounded(partial(self._delete_one, ctx, n) for n in stale)
-        await bounded(partial(self._sync_one, ctx, i, g) for i, g in work)
-        return None
+    def key_of(self, ctx: PcsContext, child: Obj) -> Slot | None:
+        """Replica and config parsed from `<pcs>-<i>-<group>`."""
+        identity = scaling_group_identity(ctx.owner, str(child["metadata"]["name"]))
+        return None if identity is None else (identity[0], identity[1].name)
 
-    async def _sync_one(self, ctx: PcsContext, replica: int, group: str) -> None:
-        desired = build_scaling_group(ctx.owner, replica, group)
-        name = str(desired["metadata"]["name"])
-        raw = cached(ctx, PODCLIQUESCALINGGROUPS, name)
-        if raw is not None:
-            desired = build_scaling_group(ctx.owner, replica, group, parsed.parse(PodCliqueScalingGroup, raw))
-        outcome, _ = await create_or_patch(ctx, PODCLIQUESCALINGGROUPS, desired, raw, component=self.name)
-        if outcome == "created":
-            await ctx.recorder.normal(ctx.raw, "PodCliqueScalingGroupCreated", f"Created PodCliqueScalingGroup {name}")
+    def wanted(self, ctx: PcsContext, key: Slot) -> bool:
+        """The replica exists and the template still has the config."""
+        groups = scaling_group_configs(ctx.owner.spec.template)
+        return 0 <= key[0] < (ctx.owner.spec.replicas or 0) and any(g.name == key[1] for g in groups)
 
-    async def _delete_one(self, ctx: PcsContext, name: str) -> None:
-        if await delete_if_exists(ctx.client, PODCLIQUESCALINGGROUPS, name, ctx.namespace):
-            await ctx.recorder.normal(ctx.raw, "PodCliqueScalingGroupDeleted", f"Deleted PodCliqueScalingGroup {name}")
+    def candidates(self, ctx: PcsContext) -> Iterable[Slot]:
+        """Replica-major, configs in template order."""
+        groups = [g.name for g in scaling_group_configs(ctx.owner.spec.template)]
+        return ((i, group) for i in range(ctx.owner.spec.replicas or 0) for group in groups)
 
-    async def delete(self, ctx: PcsContext) -> None:
-        """Delete every PCSG of the PCS."""
-        await bounded(partial(self._delete_one, ctx, n) for n in self.existing_names(ctx))
+    def child_name(self, ctx: PcsContext, key: Slot) -> str:
+        """`<pcs>-<i>-<group>`."""
+        return gnames.pcsg_name(ctx.key.name, *key)
+
+    def build(self, ctx: PcsContext, key: Slot, existing: Obj | None) -> Obj:
+        """The PCSG from its config, keeping the live `spec.replicas` of an existing one."""
+        live = ctx.parsed.parse(PodCliqueScalingGroup, existing) if existing is not None else None
+        return build_scaling_group(ctx.owner, key[0], key[1], live)

@@ -7,7 +7,7 @@ the name functions of `grove_api.names`, so the answers cannot drift apart betwe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ __all__ = [
     "controller_reference",
     "identify_podclique",
     "is_terminating",
+    "replica_indices",
     "scaling_group_configs",
     "scaling_group_identity",
     "standalone_cliques",
@@ -133,6 +134,21 @@ def scaling_group_identity(pcs: PodCliqueSet, pcsg_name: str) -> tuple[int, PodC
         return None
     config = next((g for g in scaling_group_configs(pcs.spec.template) if g.name == config_name), None)
     return None if config is None else (int(replica_str), config)
+
+
+def replica_indices(parent_name: str, child_names: Iterable[str], replicas: int) -> set[int]:
+    """The replica indices below `replicas` of children named `<parent>-<i>-...` (a PCS's or a PCSG's).
+
+    Status rollups walk these instead of `range(replicas)`: a replica without children has nothing to count.
+    """
+    prefix = f"{parent_name}-"
+    found: set[int] = set()
+    for name in child_names:
+        if name.startswith(prefix):
+            index = name[len(prefix) :].partition("-")[0]
+            if index.isdigit() and int(index) < replicas:
+                found.add(int(index))
+    return found
 
 
 def controller_reference(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
