@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from grove_operator.config import DEFAULT_SCHEDULER_NAME, OperatorConfig
+from grove_operator.config import DEFAULT_MAX_PODS_PER_PODCLIQUESET, DEFAULT_SCHEDULER_NAME, OperatorConfig
 from grove_operator.wiring import build
 from grove_runtime import logging as glog
 from grove_runtime.client import KubeClient
@@ -58,6 +58,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pclq-workers", type=int, default=10)
     parser.add_argument("--pcsg-workers", type=int, default=5)
     parser.add_argument("--podgang-workers", type=int, default=5)
+    parser.add_argument(
+        "--max-pods-per-podcliqueset",
+        type=int,
+        default=DEFAULT_MAX_PODS_PER_PODCLIQUESET,
+        help="refuse (lastErrors, Warning Event) a PodCliqueSet, scaling group or PodClique asking for more pods",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
 
@@ -75,6 +81,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
         metrics_port=args.metrics_port,
+        max_pods_per_podcliqueset=args.max_pods_per_podcliqueset,
     )
 
 

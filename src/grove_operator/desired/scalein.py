@@ -86,9 +86,7 @@ def scale_in_victims(pods: Iterable[Mapping[str, Any]], count: int, current_hash
     return [p["metadata"]["name"] for p in candidates[: max(count, 0)]]
 
 
-def duplicate_index_pods(
-    pods: Iterable[Mapping[str, Any]], current_hash: str | None = None
-) -> list[Mapping[str, Any]]:
+def duplicate_index_pods(pods: Iterable[Mapping[str, Any]], current_hash: str | None = None) -> list[Mapping[str, Any]]:
     """Active pods whose index another active pod holds, except the holder scale-in would delete last."""
     holders: dict[int, list[Mapping[str, Any]]] = {}
     for pod in pods:
