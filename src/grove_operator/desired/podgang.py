@@ -34,6 +34,7 @@ from grove_operator.desired.layout import (
     controller_reference,
     is_terminating,
     scaling_group_configs,
+    split_indexed_name,
     standalone_cliques,
 )
 from grove_operator.desired.topology import TopologyTranslator
@@ -186,19 +187,16 @@ class GangPlanner:
 
     def key_of(self, gang_name: str) -> GangKey | None:
         """The gang a name denotes (`<pcs>-<i>` or `<pcs>-<i>-<group>-<j - minAvailable>`), if any."""
-        prefix = f"{self.pcs_name}-"
-        if not gang_name.startswith(prefix):
+        split = split_indexed_name(self.pcs_name, gang_name)
+        if split is None:
             return None
-        replica, dash, rest = gang_name[len(prefix) :].partition("-")
-        if not replica.isdigit():
-            return None
-        if not dash:
-            return GangKey(int(replica))
-        group_name, _, offset = rest.rpartition("-")
+        if not split[1]:
+            return GangKey(split[0])
+        group_name, _, offset = split[1].rpartition("-")
         group = self._groups.get(group_name)
         if group is None or not offset.isdigit():
             return None
-        return GangKey(int(replica), group_name, int(offset) + group.min_available)
+        return GangKey(split[0], group_name, int(offset) + group.min_available)
 
     def _member_groups(self, pcs_replica: int, group: _GroupPlan, pcsg_replica: int) -> list[PodGroupPlan]:
         return [

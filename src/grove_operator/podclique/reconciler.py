@@ -10,16 +10,13 @@ expectations and drops the finalizer; pods go through garbage collection.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueStatus
 from grove_api import labels as glabels
-from grove_operator import admission
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESETS
 from grove_operator.podclique.pods import PCS, PclqContext, Pods, owned_pods
-from grove_operator.reconcile.context import Deps, Step
-from grove_operator.reconcile.failures import ComponentError, ParentNotFound, SpecError
+from grove_operator.reconcile.failures import ComponentError, ParentNotFound
 from grove_operator.reconcile.ownership import managed
 from grove_operator.reconcile.skeleton import OwnerReconciler
 from grove_operator.status.podclique import compute_podclique_status
@@ -38,15 +35,13 @@ def is_managed_podclique(obj: dict[str, Any]) -> bool:
     return managed(obj) and len(refs) == 1 and refs[0].get("kind") in OWNER_KINDS
 
 
-class PodCliqueReconciler(OwnerReconciler[PodClique]):
+class PodCliqueReconciler(
+    OwnerReconciler[PodClique],
+    resource=PODCLIQUES,
+    finalizer=glabels.FINALIZER_PCLQ,
+    components=lambda: (Pods(),),
+):
     """Reconciles one PodClique: its pods, their gates, and its status."""
-
-    resource = PODCLIQUES
-    finalizer = glabels.FINALIZER_PCLQ
-
-    def __init__(self, deps: Deps) -> None:
-        super().__init__(deps)
-        self.pods = Pods()
 
     def forget(self, key: ObjectKey) -> None:
         """Pod expectations of a PodClique that is gone."""
@@ -74,15 +69,7 @@ class PodCliqueReconciler(OwnerReconciler[PodClique]):
             raise ParentNotFound(f"PodCliqueSet {pcs_name!r} not found")
         ctx.extra[PCS] = self.deps.parsed.podcliqueset(pcs_raw)
         ctx.extra[_PCS_HASH] = (pcs_raw.get("status") or {}).get("currentGenerationHash")
-        replicas = ctx.owner.spec.replicas
-        maximum = self.deps.config.max_pods_per_podcliqueset
-        bound = admission.pod_bound_error("spec.replicas", replicas, maximum, f"{replicas} replicas")
-        if bound is not None:
-            raise SpecError(str(bound))
-
-    def spec_steps(self) -> Sequence[Step[PodClique]]:
-        """The pods."""
-        return (self.pods.sync,)
+        self.refuse_too_many_pods(ctx.owner.spec.replicas, 1)
 
     def compute_status(self, ctx: PclqContext, failure: ComponentError | None, *, completed: bool) -> Obj | None:
         """Pure status from the cached pods; `observedGeneration` is the generation just reconciled.

@@ -42,13 +42,18 @@ class Deps:
 
 @dataclass
 class SyncContext(Generic[T]):
-    """One reconcile of one owner: its key, cached object, parsed model and the time it started.
+    """One reconcile of one owner: the operator's services, its key, cached object, parsed model and start time.
 
     `extra` carries what an early step derived for later ones (the parent PodCliqueSet, the topology bindings);
     `requeue` is a wait that does not stop the later steps (more children to create next round).
     """
 
-    deps: Deps
+    client: Client
+    cache: Cache
+    recorder: EventRecorder
+    expectations: Expectations[ObjectKey]
+    config: OperatorConfig
+    parsed: ParseMemo
     key: ObjectKey
     raw: Obj
     owner: T
@@ -56,40 +61,18 @@ class SyncContext(Generic[T]):
     extra: dict[str, Any] = field(default_factory=dict)
     requeue: Result | None = None
 
+    @classmethod
+    def of(cls, deps: Deps, key: ObjectKey, raw: Obj, owner: T) -> SyncContext[T]:
+        """The context of one reconcile of `owner`, starting now."""
+        return cls(
+            deps.client, deps.cache, deps.recorder, deps.expectations, deps.config, deps.parsed, key, raw, owner,
+            deps.clock.now(),
+        )  # fmt: skip
+
     @property
     def namespace(self) -> str:
         """Namespace of the owner."""
         return self.key.namespace
-
-    @property
-    def client(self) -> Client:
-        """The API client."""
-        return self.deps.client
-
-    @property
-    def cache(self) -> Cache:
-        """The informer cache."""
-        return self.deps.cache
-
-    @property
-    def recorder(self) -> EventRecorder:
-        """The Event recorder."""
-        return self.deps.recorder
-
-    @property
-    def expectations(self) -> Expectations[ObjectKey]:
-        """Pod create/delete expectations."""
-        return self.deps.expectations
-
-    @property
-    def config(self) -> OperatorConfig:
-        """The operator's settings."""
-        return self.deps.config
-
-    @property
-    def parsed(self) -> ParseMemo:
-        """The operator's memo of parsed cache objects."""
-        return self.deps.parsed
 
     def requeue_after(self, seconds: float) -> None:
         """Ask for another reconcile after `seconds` without stopping the later steps (the earliest ask wins)."""

@@ -13,21 +13,22 @@ the rest of the system rely on, and three copies drifted. Here, once:
 5. the status is recomputed by a pure function and written whatever happened, a failure landing in
    `status.lastErrors` and a Warning Event; the failure's kind decides the retry (`failures`).
 
-A reconciler supplies only its kind and finalizer, `parse`, `prepare`, `spec_steps` and `compute_status`.
+A reconciler supplies only its kind and finalizer, its step components, `parse`, `prepare` and `compute_status`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 import pydantic
 import structlog
 
+from grove_operator import admission
 from grove_operator.desired.layout import is_terminating
-from grove_operator.reconcile.context import Deps, Step, SyncContext
-from grove_operator.reconcile.failures import ComponentError, describe, error_code, last_errors
+from grove_operator.reconcile.context import Component, Deps, Step, SyncContext
+from grove_operator.reconcile.failures import ComponentError, SpecError, describe, error_code, last_errors
 from grove_operator.reconcile.writes import ensure_finalizer, remove_finalizer, write_status
 from grove_runtime.keys import ObjectKey, Result, TerminalError
 from grove_runtime.resources import ResourceType
@@ -65,22 +66,35 @@ async def run_steps(ctx: SyncContext[T], steps: Sequence[Step[T]]) -> tuple[Resu
     return None, None
 
 
+Components = Callable[[], tuple[Component[Any], ...]]
+"""Builds a reconciler's spec-step components (fresh per reconciler: they own their memos)."""
+
+
 class OwnerReconciler(ABC, Generic[T]):
-    """The reconcile skeleton; subclasses name their kind and finalizer and supply the hooks below."""
+    """The reconcile skeleton. A subclass names its kind, finalizer and step components in its class statement,
+    `class X(OwnerReconciler[M], resource=..., finalizer=..., components=lambda: (...))`, and supplies the hooks
+    below."""
 
     resource: ClassVar[ResourceType]
     finalizer: ClassVar[str]
+    make_components: ClassVar[Components]
+
+    def __init_subclass__(
+        cls, *, resource: ResourceType, finalizer: str, components: Components, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.resource = resource
+        cls.finalizer = finalizer
+        cls.make_components = staticmethod(components)
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
+        self.components: tuple[Component[T], ...] = type(self).make_components()
+        self.steps: tuple[Step[T], ...] = (self._ensure_finalizer, *(c.sync for c in self.components))
 
     @abstractmethod
     def parse(self, raw: Obj) -> T:
         """The object's model (raises `pydantic.ValidationError`)."""
-
-    @abstractmethod
-    def spec_steps(self) -> Sequence[Step[T]]:
-        """The ordered steps after the finalizer."""
 
     @abstractmethod
     def compute_status(self, ctx: SyncContext[T], failure: ComponentError | None, *, completed: bool) -> Obj | None:
@@ -121,14 +135,14 @@ class OwnerReconciler(ABC, Generic[T]):
         except pydantic.ValidationError as exc:
             await deps.recorder.warning(raw, f"Invalid{kind}", f"cannot parse {kind}: {exc}")
             raise TerminalError(f"invalid {kind} {key}") from exc
-        ctx = SyncContext(deps, key, raw, owner, deps.clock.now())
+        ctx = SyncContext.of(deps, key, raw, owner)
         result: Result | None = None
         try:
             self.prepare(ctx)
         except ComponentError as exc:
             failure: ComponentError | None = exc
         else:
-            result, failure = await run_steps(ctx, (self._ensure_finalizer, *self.spec_steps()))
+            result, failure = await run_steps(ctx, self.steps)
         if failure is not None:
             await deps.recorder.warning(raw, failure.reason, f"{failure.code}: {failure.message}")
         status = self.compute_status(ctx, failure, completed=failure is None and result is None)
@@ -149,3 +163,23 @@ class OwnerReconciler(ABC, Generic[T]):
     async def _ensure_finalizer(self, ctx: SyncContext[T]) -> Result | None:
         await ensure_finalizer(self.deps.client, self.resource, ctx.raw, self.finalizer)
         return None
+
+    def refuse_invalid_podcliqueset(self, pcs_raw: Obj, whose: str = "") -> None:
+        """Raise `SpecError` when the PodCliqueSet `pcs_raw` fails validation or the pod bound (`whose`: a prefix
+        saying it is another object's PodCliqueSet)."""
+        config = self.deps.config
+        problems = admission.spec_errors(
+            self.deps.parsed,
+            pcs_raw,
+            maximum=config.max_pods_per_podcliqueset,
+            default_scheduler_name=config.default_scheduler_name,
+        )
+        if problems:
+            raise SpecError(whose + admission.summarize(problems))
+
+    def refuse_too_many_pods(self, replicas: int, pods_per_replica: int) -> None:
+        """Raise `SpecError` when `spec.replicas` make more pods than the operator allows."""
+        maximum = self.deps.config.max_pods_per_podcliqueset
+        bound = admission.pod_bound_error("spec.replicas", replicas * pods_per_replica, maximum, f"{replicas} replicas")
+        if bound is not None:
+            raise SpecError(str(bound))

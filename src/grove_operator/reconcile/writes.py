@@ -70,16 +70,12 @@ async def delete_if_exists(client: Client, rt: ResourceType, name: str, namespac
 
 
 async def remove_finalizer(client: Client, rt: ResourceType, obj: Mapping[str, Any], finalizer: str) -> bool:
-    """Drop `finalizer` from the object (merge patch of the whole list); False when it was not there."""
-    meta = obj.get("metadata") or {}
-    finalizers = list(meta.get("finalizers") or ())
+    """Drop `finalizer` from the object; False when it was not there (or the object is gone)."""
+    finalizers = list((obj.get("metadata") or {}).get("finalizers") or ())
     if finalizer not in finalizers:
         return False
-    remaining = [f for f in finalizers if f != finalizer]
     try:
-        await client.patch(
-            rt, str(meta["name"]), {"metadata": {"finalizers": remaining or None}}, str(meta.get("namespace") or "")
-        )
+        await _set_finalizers(client, rt, obj, [f for f in finalizers if f != finalizer])
     except errors.NotFound:
         return False
     return True
@@ -87,14 +83,18 @@ async def remove_finalizer(client: Client, rt: ResourceType, obj: Mapping[str, A
 
 async def ensure_finalizer(client: Client, rt: ResourceType, obj: Mapping[str, Any], finalizer: str) -> bool:
     """Add `finalizer` if missing; True when a patch was sent."""
-    meta = obj.get("metadata") or {}
-    finalizers = list(meta.get("finalizers") or ())
+    finalizers = list((obj.get("metadata") or {}).get("finalizers") or ())
     if finalizer in finalizers:
         return False
-    await client.patch(
-        rt, str(meta["name"]), {"metadata": {"finalizers": [*finalizers, finalizer]}}, str(meta.get("namespace") or "")
-    )
+    await _set_finalizers(client, rt, obj, [*finalizers, finalizer])
     return True
+
+
+async def _set_finalizers(client: Client, rt: ResourceType, obj: Mapping[str, Any], finalizers: list[str]) -> None:
+    """Merge-patch the whole finalizer list (an empty one removes the field)."""
+    meta = obj.get("metadata") or {}
+    body = {"metadata": {"finalizers": finalizers or None}}
+    await client.patch(rt, str(meta["name"]), body, str(meta.get("namespace") or ""))
 
 
 def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Obj | None:

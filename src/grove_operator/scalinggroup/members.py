@@ -12,6 +12,7 @@ from typing import Any
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
 from grove_api import names as gnames
+from grove_operator.desired.layout import split_indexed_name
 from grove_operator.desired.podclique import build_pcsg_member_podclique
 from grove_operator.kinds import INDEX_PCSG, PODCLIQUES
 from grove_operator.reconcile.childset import ChildSet
@@ -47,11 +48,8 @@ class MemberPodCliques(ChildSet[PodCliqueScalingGroup, Slot]):
 
     def key_of(self, ctx: PcsgContext, child: Obj) -> Slot | None:
         """Replica index and clique parsed from `<pcsg>-<j>-<clique>`."""
-        prefix, name = f"{ctx.key.name}-", str(child["metadata"]["name"])
-        if not name.startswith(prefix):
-            return None
-        index, _, clique = name[len(prefix) :].partition("-")
-        return (int(index), clique) if index.isdigit() and clique else None
+        split = split_indexed_name(ctx.key.name, str(child["metadata"]["name"]))
+        return split if split is not None and split[1] else None
 
     def wanted(self, ctx: PcsgContext, key: Slot) -> bool:
         """The replica exists and the clique is a member."""

@@ -8,7 +8,6 @@ for no more pods than the bound (`admission`); otherwise, or when the PodCliqueS
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
@@ -16,7 +15,6 @@ from grove_api import labels as glabels
 from grove_operator import admission
 from grove_operator.desired.layout import scaling_group_identity
 from grove_operator.kinds import PODCLIQUESCALINGGROUPS, PODCLIQUESETS
-from grove_operator.reconcile.context import Deps, Step
 from grove_operator.reconcile.failures import ComponentError, ParentNotFound, SpecError
 from grove_operator.reconcile.ownership import controller_owner
 from grove_operator.reconcile.skeleton import OwnerReconciler
@@ -29,15 +27,13 @@ __all__ = ["ScalingGroupReconciler"]
 Obj = dict[str, Any]
 
 
-class ScalingGroupReconciler(OwnerReconciler[PodCliqueScalingGroup]):
+class ScalingGroupReconciler(
+    OwnerReconciler[PodCliqueScalingGroup],
+    resource=PODCLIQUESCALINGGROUPS,
+    finalizer=glabels.FINALIZER_PCSG,
+    components=lambda: (MemberPodCliques(),),
+):
     """Reconciles one PodCliqueScalingGroup."""
-
-    resource = PODCLIQUESCALINGGROUPS
-    finalizer = glabels.FINALIZER_PCSG
-
-    def __init__(self, deps: Deps) -> None:
-        super().__init__(deps)
-        self.members = MemberPodCliques()
 
     def unmanaged(self, raw: Obj) -> tuple[str, str] | None:
         """Only PCSGs a PodCliqueSet controls are ours."""
@@ -58,25 +54,11 @@ class ScalingGroupReconciler(OwnerReconciler[PodCliqueScalingGroup]):
             raise ParentNotFound(f"PodCliqueSet {owner_name!r} not found")
         pcs = self.deps.parsed.podcliqueset(pcs_raw)
         ctx.extra[PCS] = pcs
-        config = self.deps.config
-        maximum = config.max_pods_per_podcliqueset
-        problems = admission.spec_errors(
-            self.deps.parsed, pcs_raw, maximum=maximum, default_scheduler_name=config.default_scheduler_name
-        )
-        if problems:
-            raise SpecError(f"PodCliqueSet {owner_name!r} has an invalid spec: {admission.summarize(problems)}")
+        self.refuse_invalid_podcliqueset(pcs_raw, f"PodCliqueSet {owner_name!r} has an invalid spec: ")
         identity = scaling_group_identity(pcs, ctx.key.name)
         if identity is None:
             raise SpecError(f"metadata.name: not a scaling group of PodCliqueSet {owner_name!r}")
-        replicas = ctx.owner.spec.replicas
-        pods = replicas * admission.group_replica_pods(pcs.spec.template, identity[1])
-        bound = admission.pod_bound_error("spec.replicas", pods, maximum, f"{replicas} replicas")
-        if bound is not None:
-            raise SpecError(str(bound))
-
-    def spec_steps(self) -> Sequence[Step[PodCliqueScalingGroup]]:
-        """The member PodCliques."""
-        return (self.members.sync,)
+        self.refuse_too_many_pods(ctx.owner.spec.replicas, admission.group_replica_pods(pcs.spec.template, identity[1]))
 
     def compute_status(self, ctx: PcsgContext, failure: ComponentError | None, *, completed: bool) -> Obj | None:
         """Pure status from the cached member PodCliques (the old one while the PodCliqueSet is missing)."""

@@ -11,6 +11,7 @@ from collections.abc import Hashable, Iterable
 from grove_api import PodCliqueSet
 from grove_api import labels as glabels
 from grove_api import names as gnames
+from grove_operator.desired.layout import split_indexed_name
 from grove_operator.desired.service import build_headless_service
 from grove_operator.podcliqueset.components._common import Obj, PcsContext, children, spec_fingerprint
 from grove_operator.reconcile.childset import ChildSet
@@ -32,9 +33,8 @@ class HeadlessServices(ChildSet[PodCliqueSet, int]):
 
     def key_of(self, ctx: PcsContext, child: Obj) -> int | None:
         """The replica index in `<pcs>-<i>`."""
-        prefix, name = f"{ctx.key.name}-", str(child["metadata"]["name"])
-        index = name[len(prefix) :] if name.startswith(prefix) else ""
-        return int(index) if index.isdigit() else None
+        split = split_indexed_name(ctx.key.name, str(child["metadata"]["name"]))
+        return split[0] if split is not None and not split[1] else None
 
     def wanted(self, ctx: PcsContext, key: int) -> bool:
         """Replica `key` exists."""
