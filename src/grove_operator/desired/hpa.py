@@ -8,8 +8,7 @@ copied verbatim; `minReplicas` defaults to the template replicas.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from grove_api import AutoScalingConfig, PodClique, PodCliqueScalingGroup, PodCliqueSet
 from grove_api import labels as glabels
@@ -47,8 +46,7 @@ def build_hpa(
     }
 
 
-@dataclass(frozen=True)
-class HpaTarget:
+class HpaTarget(NamedTuple):
     """What one HPA scales: a standalone clique or a scaling group (`template_name`) of PCS replica `pcs_replica`."""
 
     pcs_replica: int

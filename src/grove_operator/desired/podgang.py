@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from grove_api import (
     CONDITION_INITIALIZED,
@@ -99,8 +99,7 @@ def resolve_scheduler_name(pcs: PodCliqueSet, default_scheduler_name: str) -> st
     return default_scheduler_name
 
 
-@dataclass(frozen=True)
-class GangKey:
+class GangKey(NamedTuple):
     """Which gang: the base gang of a PCS replica, or the scaled gang of one replica of one scaling group."""
 
     pcs_replica: int
@@ -162,6 +161,21 @@ class GangPlanner:
             for name, group in self._groups.items():
                 for j in range(group.min_available, self.pcsg_replicas(i, name)):
                     yield GangKey(i, name, j)
+
+    def count(self) -> int:
+        """How many gangs `gang_keys` yields, counted from the live scaling groups without walking the replicas."""
+        replicas = self.pcs.spec.replicas or 0
+        total = replicas
+        for name, group in self._groups.items():
+            template_scaled = max(0, group.config.effective_replicas() - group.min_available)
+            live = 0
+            for fqn, count in self.live.items():
+                split = split_indexed_name(self.pcs_name, fqn)
+                if split is not None and split[1] == name and split[0] < replicas:
+                    live += 1
+                    total += max(0, count - group.min_available)
+            total += (replicas - live) * template_scaled
+        return total
 
     def wanted(self, key: GangKey) -> bool:
         """Whether the PCS still has gang `key`."""

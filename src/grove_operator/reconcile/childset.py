@@ -21,9 +21,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from grove_operator.desired.layout import is_terminating
+from grove_operator.desired.layout import is_terminating, split_indexed_name
 from grove_operator.reconcile.compare import in_sync
 from grove_operator.reconcile.concurrency import bounded
 from grove_operator.reconcile.context import SyncContext
@@ -33,10 +33,11 @@ from grove_operator.syncmemo import SyncMemo
 from grove_runtime.keys import Result
 from grove_runtime.resources import ResourceType
 
-__all__ = ["CONTINUE_AFTER", "CREATE_WINDOW", "ChildPlan", "ChildSet"]
+__all__ = ["CONTINUE_AFTER", "CREATE_WINDOW", "ChildPlan", "ChildSet", "IndexedChildSet", "IndexedSlots", "Slot"]
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 Obj = dict[str, Any]
 
 CREATE_WINDOW = 1000
@@ -45,22 +46,26 @@ CREATE_WINDOW = 1000
 CONTINUE_AFTER = 0.1
 """Seconds before the owner is reconciled again when a window was not enough."""
 
+MAX_REMEMBERED_DELETIONS = 200_000
+"""Bound on the uids of deleted children remembered (forgotten all at once, like the memos)."""
+
 
 @dataclass
 class ChildPlan(Generic[K]):
-    """One sync's work: children to delete, (slot, cached object or None) to converge, and whether more remain."""
+    """One sync's work: children to delete, (slot, name, cached object or None) to converge, whether more remain."""
 
-    stale: list[str] = field(default_factory=list)
-    targets: list[tuple[K, Obj | None]] = field(default_factory=list)
+    stale: list[Obj] = field(default_factory=list)
+    targets: list[tuple[K, str, Obj | None]] = field(default_factory=list)
     more: bool = False
 
 
-class ChildSet(ABC, Generic[T, K]):
+class ChildSet(ABC, Generic[T, K, V]):
     """Create missing children, patch drifted ones, delete the ones whose slot is gone.
 
     Subclasses say which children exist, which slot each fills, which slots are wanted and in what order, and how
-    a child is built. `noun` names the kind in Events (`<noun>Created` / `<noun>Deleted`); None records none.
-    With a `fingerprint`, a child found in sync is not built again while it and the fingerprint are unchanged.
+    a child is built; `view` computes once per sync what those answers need (V). `noun` names the kind in Events
+    (`<noun>Created` / `<noun>Deleted`); None records none. With a `fingerprint`, a child found in sync is not
+    built again while it and the fingerprint are unchanged.
     """
 
     name: str
@@ -71,30 +76,39 @@ class ChildSet(ABC, Generic[T, K]):
 
     def __init__(self) -> None:
         self.memo = SyncMemo()
+        self._deleted: set[str] = set()
+
+    @abstractmethod
+    def view(self, ctx: SyncContext[T]) -> V:
+        """What the slot questions below need, computed once per sync."""
 
     @abstractmethod
     def existing(self, ctx: SyncContext[T]) -> Iterable[Obj]:
         """The cached children of the owner."""
 
     @abstractmethod
-    def key_of(self, ctx: SyncContext[T], child: Obj) -> K | None:
+    def key_of(self, view: V, child: Obj) -> K | None:
         """The slot an existing child fills (None: it fills none and is stale)."""
 
     @abstractmethod
-    def wanted(self, ctx: SyncContext[T], key: K) -> bool:
+    def wanted(self, view: V, key: K) -> bool:
         """Whether the spec still has slot `key` (constant time: never by listing the slots)."""
 
     @abstractmethod
-    def candidates(self, ctx: SyncContext[T]) -> Iterable[K]:
+    def candidates(self, view: V) -> Iterable[K]:
         """Every wanted slot, lazily, in the order children are created."""
 
     @abstractmethod
-    def child_name(self, ctx: SyncContext[T], key: K) -> str:
+    def child_name(self, view: V, key: K) -> str:
         """The name of the child of slot `key`."""
 
     @abstractmethod
-    def build(self, ctx: SyncContext[T], key: K, existing: Obj | None) -> Obj:
+    def build(self, ctx: SyncContext[T], view: V, key: K, existing: Obj | None) -> Obj:
         """The desired child of slot `key` (`existing`: the cached one, whose live fields it may keep)."""
+
+    def slot_count(self, view: V) -> int | None:
+        """How many slots are wanted, when that is cheap to count (then a full set skips `candidates`)."""
+        return None
 
     def fingerprint(self, ctx: SyncContext[T]) -> Hashable | None:
         """What the desired children depend on besides their own cached object; None disables the memo."""
@@ -104,46 +118,50 @@ class ChildSet(ABC, Generic[T, K]):
         """Names of the cached children."""
         return [str(o["metadata"]["name"]) for o in self.existing(ctx)]
 
-    def plan(self, ctx: SyncContext[T]) -> ChildPlan[K]:
+    def plan(self, ctx: SyncContext[T], view: V) -> ChildPlan[K]:
         """Sort the cached children into kept and stale, then find the next `window` missing slots."""
         plan: ChildPlan[K] = ChildPlan()
         names: set[str] = set()
         for child in self.existing(ctx):
             name = str(child["metadata"]["name"])
             names.add(name)
-            key = self.key_of(ctx, child)
-            if key is not None and self.wanted(ctx, key):
-                plan.targets.append((key, child))
-            elif not is_terminating(child):
-                plan.stale.append(name)
-        plan.stale.sort(reverse=True)
+            key = self.key_of(view, child)
+            if key is not None and self.wanted(view, key):
+                plan.targets.append((key, name, child))
+            elif not is_terminating(child) and str(child["metadata"].get("uid")) not in self._deleted:
+                plan.stale.append(child)
+        plan.stale.sort(key=lambda c: str(c["metadata"]["name"]), reverse=True)
+        count = self.slot_count(view)
+        if count is not None and len(plan.targets) >= count:
+            return plan
         missing = 0
-        for key in self.candidates(ctx):
-            name = self.child_name(ctx, key)
+        for key in self.candidates(view):
+            name = self.child_name(view, key)
             if name in names:
                 continue
             if missing == self.window:
                 plan.more = True
                 break
             missing += 1
-            plan.targets.append((key, cached(ctx, self.rt, name)))
+            plan.targets.append((key, name, cached(ctx, self.rt, name)))
         return plan
 
     async def sync(self, ctx: SyncContext[T]) -> Result | None:
         """Delete the stale children, then create or patch the others (bounded concurrency)."""
-        plan = self.plan(ctx)
+        view = self.view(ctx)
+        plan = self.plan(ctx, view)
         await self.delete_stale(ctx, plan)
         fingerprint = self.fingerprint(ctx)
         writes: list[Callable[[], Awaitable[None]]] = []
-        for key, existing in plan.targets:
-            memo_key = (ctx.namespace, self.child_name(ctx, key))
+        for key, name, existing in plan.targets:
+            memo_key = (ctx.namespace, name)
             if (
                 existing is not None
                 and fingerprint is not None
                 and self.memo.unchanged(memo_key, existing, fingerprint)
             ):
                 continue
-            desired = self.build(ctx, key, existing)
+            desired = self.build(ctx, view, key, existing)
             if in_sync(desired, existing, component=self.name, patch_fields=self.patch_fields):
                 if fingerprint is not None:
                     self.memo.in_sync(memo_key, existing, fingerprint)
@@ -165,13 +183,60 @@ class ChildSet(ABC, Generic[T, K]):
             await ctx.recorder.normal(ctx.raw, f"{self.noun}Created", f"Created {self.noun} {name}")
 
     async def delete_stale(self, ctx: SyncContext[T], plan: ChildPlan[K]) -> None:
-        """Delete the children whose slot is gone (those already terminating are not deleted again)."""
-        await bounded(partial(self._delete_one, ctx, name) for name in plan.stale)
+        """Delete the children whose slot is gone. A child this set already deleted (by uid) is not deleted again
+        while the cache still shows it, nor is one already terminating (its finalizer still held)."""
+        if len(self._deleted) > MAX_REMEMBERED_DELETIONS:
+            self._deleted.clear()
+        await bounded(partial(self._delete_one, ctx, child) for child in plan.stale)
 
-    async def _delete_one(self, ctx: SyncContext[T], name: str) -> None:
-        if await delete_if_exists(ctx.client, self.rt, name, ctx.namespace) and self.noun is not None:
+    async def _delete_one(self, ctx: SyncContext[T], child: Obj) -> None:
+        name = str(child["metadata"]["name"])
+        deleted = await delete_if_exists(ctx.client, self.rt, name, ctx.namespace)
+        self._deleted.add(str(child["metadata"].get("uid")))
+        if deleted and self.noun is not None:
             await ctx.recorder.normal(ctx.raw, f"{self.noun}Deleted", f"Deleted {self.noun} {name}")
 
     async def delete(self, ctx: SyncContext[T]) -> None:
         """Delete every child (explicit cleanup; normally garbage collection does it)."""
-        await bounded(partial(self._delete_one, ctx, name) for name in self.existing_names(ctx))
+        await bounded(partial(self._delete_one, ctx, child) for child in self.existing(ctx))
+
+
+Slot = tuple[int, str]
+"""(replica index, entry name) of an `IndexedChildSet`."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedSlots:
+    """The slots `<parent>-<i>-<entry>` for every `i < replicas` and every entry (in order)."""
+
+    parent: str
+    replicas: int
+    entries: tuple[str, ...]
+
+
+class IndexedChildSet(ChildSet[T, Slot, IndexedSlots]):
+    """A child set with one child per replica index and entry, named `naming(parent, i, entry)`: standalone
+    PodCliques and scaling groups per PodCliqueSet replica, scaling-group members per PCSG replica, Services."""
+
+    naming: ClassVar[staticmethod[[str, int, str], str]]
+
+    def key_of(self, view: IndexedSlots, child: Obj) -> Slot | None:
+        """Replica and entry parsed from the name (an entry the spec lacks fills no slot)."""
+        split = split_indexed_name(view.parent, str(child["metadata"]["name"]))
+        return split if split is not None and split[1] in view.entries else None
+
+    def wanted(self, view: IndexedSlots, key: Slot) -> bool:
+        """The replica exists and the spec has the entry."""
+        return 0 <= key[0] < view.replicas and key[1] in view.entries
+
+    def candidates(self, view: IndexedSlots) -> Iterable[Slot]:
+        """Replica-major, entries in order."""
+        return ((i, entry) for i in range(view.replicas) for entry in view.entries)
+
+    def slot_count(self, view: IndexedSlots) -> int:
+        """Replicas times entries."""
+        return view.replicas * len(view.entries)
+
+    def child_name(self, view: IndexedSlots, key: Slot) -> str:
+        """`naming(parent, i, entry)`."""
+        return self.naming(view.parent, *key)

@@ -12,10 +12,9 @@ from typing import Any
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
 from grove_api import names as gnames
-from grove_operator.desired.layout import split_indexed_name
 from grove_operator.desired.podclique import build_pcsg_member_podclique
 from grove_operator.kinds import INDEX_PCSG, PODCLIQUES
-from grove_operator.reconcile.childset import ChildSet
+from grove_operator.reconcile.childset import IndexedChildSet, IndexedSlots, Slot
 from grove_operator.reconcile.context import SyncContext
 from grove_operator.reconcile.failures import SpecError
 from grove_operator.reconcile.ownership import controlled_children
@@ -26,8 +25,6 @@ PcsgContext = SyncContext[PodCliqueScalingGroup]
 PCS = "pcs"
 """`ctx.extra` key of the parent PodCliqueSet (defaulted model)."""
 Obj = dict[str, Any]
-Slot = tuple[int, str]
-"""(PCSG replica index, member clique name)."""
 
 
 def member_podcliques(ctx: PcsgContext) -> list[Obj]:
@@ -35,41 +32,28 @@ def member_podcliques(ctx: PcsgContext) -> list[Obj]:
     return controlled_children(ctx, PODCLIQUES, INDEX_PCSG)
 
 
-class MemberPodCliques(ChildSet[PodCliqueScalingGroup, Slot]):
-    """The member PodCliques of replicas `0..replicas-1`."""
+class MemberPodCliques(IndexedChildSet[PodCliqueScalingGroup]):
+    """The member PodCliques `<pcsg>-<j>-<clique>` of replicas `0..replicas-1`."""
 
     name = "pcsg-podclique"
     rt = PODCLIQUES
     noun = "PodClique"
+    naming = staticmethod(gnames.pcsg_member_pclq_name)
+
+    def view(self, ctx: PcsgContext) -> IndexedSlots:
+        """The PCSG's replicas times its `cliqueNames`."""
+        return IndexedSlots(ctx.key.name, ctx.owner.spec.replicas, tuple(ctx.owner.spec.clique_names))
 
     def existing(self, ctx: PcsgContext) -> Iterable[Obj]:
         """Cached member PodCliques."""
         return member_podcliques(ctx)
 
-    def key_of(self, ctx: PcsgContext, child: Obj) -> Slot | None:
-        """Replica index and clique parsed from `<pcsg>-<j>-<clique>`."""
-        split = split_indexed_name(ctx.key.name, str(child["metadata"]["name"]))
-        return split if split is not None and split[1] else None
-
-    def wanted(self, ctx: PcsgContext, key: Slot) -> bool:
-        """The replica exists and the clique is a member."""
-        return 0 <= key[0] < ctx.owner.spec.replicas and key[1] in ctx.owner.spec.clique_names
-
-    def candidates(self, ctx: PcsgContext) -> Iterable[Slot]:
-        """Replica-major, cliques in `cliqueNames` order."""
-        cliques = list(ctx.owner.spec.clique_names)
-        return ((j, clique) for j in range(ctx.owner.spec.replicas) for clique in cliques)
-
-    def child_name(self, ctx: PcsgContext, key: Slot) -> str:
-        """`<pcsg>-<j>-<clique>`."""
-        return gnames.pcsg_member_pclq_name(ctx.key.name, *key)
-
-    def build(self, ctx: PcsgContext, key: Slot, existing: Obj | None) -> Obj:
+    def build(self, ctx: PcsgContext, view: IndexedSlots, key: Slot, existing: Obj | None) -> Obj:
         """The member from the PodCliqueSet template; a clique the template lacks is a spec error, not a crash."""
         pcs: PodCliqueSet = ctx.extra[PCS]
         live = ctx.parsed.parse(PodClique, existing) if existing is not None else None
         try:
             return build_pcsg_member_podclique(pcs, ctx.owner, key[0], key[1], live)
         except ValueError as exc:
-            field = f"spec.cliqueNames[{ctx.owner.spec.clique_names.index(key[1])}]"
+            field = f"spec.cliqueNames[{view.entries.index(key[1])}]"
             raise SpecError(f"{field}: {exc}", operation="sync") from exc

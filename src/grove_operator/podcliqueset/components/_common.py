@@ -12,14 +12,13 @@ from collections.abc import Hashable, Iterable
 from typing import Any, ClassVar
 
 from grove_api import PodCliqueSet, PodCliqueSetTemplateSpec
-from grove_operator.desired.layout import split_indexed_name
 from grove_operator.kinds import INDEX_PART_OF
-from grove_operator.reconcile.childset import ChildSet
+from grove_operator.reconcile.childset import IndexedChildSet, IndexedSlots
 from grove_operator.reconcile.context import SyncContext
 from grove_operator.reconcile.ownership import controlled_children
 from grove_runtime.resources import ResourceType
 
-__all__ = ["TOPOLOGIES", "PcsContext", "PerReplicaChildSet", "Slot", "children", "spec_fingerprint"]
+__all__ = ["TOPOLOGIES", "PcsContext", "PcsIndexedChildSet", "children", "spec_fingerprint"]
 
 Obj = dict[str, Any]
 PcsContext = SyncContext[PodCliqueSet]
@@ -38,38 +37,19 @@ def spec_fingerprint(ctx: PcsContext) -> Hashable | None:
     return None if generation is None else (ctx.owner.metadata.uid, generation)
 
 
-Slot = tuple[int, str]
-"""(PCS replica index, template entry name)."""
-
-
-class PerReplicaChildSet(ChildSet[PodCliqueSet, Slot]):
-    """One child `<pcs>-<i>-<entry>` per PCS replica `i` and template entry (a standalone clique, a scaling group)."""
+class PcsIndexedChildSet(IndexedChildSet[PodCliqueSet]):
+    """Children `<pcs>-<i>-<entry>` per PCS replica `i` and template entry, found by their component label."""
 
     component_label: ClassVar[str]
-    naming: ClassVar[staticmethod[[str, int, str], str]]
 
     @abstractmethod
-    def entries(self, template: PodCliqueSetTemplateSpec) -> list[str]:
+    def entries(self, template: PodCliqueSetTemplateSpec) -> tuple[str, ...]:
         """The template entries that get a child per replica, in template order."""
+
+    def view(self, ctx: PcsContext) -> IndexedSlots:
+        """The PCS's replicas times the entries."""
+        return IndexedSlots(ctx.key.name, ctx.owner.spec.replicas or 0, self.entries(ctx.owner.spec.template))
 
     def existing(self, ctx: PcsContext) -> Iterable[Obj]:
         """Cached children of the PCS with this component label."""
         return children(ctx, self.rt, self.component_label)
-
-    def key_of(self, ctx: PcsContext, child: Obj) -> Slot | None:
-        """Replica and entry parsed from the name (an entry the template lacks fills no slot)."""
-        split = split_indexed_name(ctx.key.name, str(child["metadata"]["name"]))
-        return split if split is not None and split[1] in self.entries(ctx.owner.spec.template) else None
-
-    def wanted(self, ctx: PcsContext, key: Slot) -> bool:
-        """The replica exists and the template has the entry."""
-        return 0 <= key[0] < (ctx.owner.spec.replicas or 0) and key[1] in self.entries(ctx.owner.spec.template)
-
-    def candidates(self, ctx: PcsContext) -> Iterable[Slot]:
-        """Replica-major, entries in template order."""
-        entries = self.entries(ctx.owner.spec.template)
-        return ((i, entry) for i in range(ctx.owner.spec.replicas or 0) for entry in entries)
-
-    def child_name(self, ctx: PcsContext, key: Slot) -> str:
-        """`<pcs>-<i>-<entry>`."""
-        return self.naming(ctx.key.name, *key)

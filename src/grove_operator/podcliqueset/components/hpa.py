@@ -18,42 +18,46 @@ from grove_runtime.resources import HPAS
 __all__ = ["Hpas"]
 
 
-class Hpas(ChildSet[PodCliqueSet, HpaTarget]):
+class Hpas(ChildSet[PodCliqueSet, HpaTarget, PodCliqueSet]):
     """One HPA per autoscaled target."""
 
     name = "hpa"
     rt = HPAS
 
+    def view(self, ctx: PcsContext) -> PodCliqueSet:
+        """The PodCliqueSet itself."""
+        return ctx.owner
+
     def existing(self, ctx: PcsContext) -> Iterable[Obj]:
         """Cached HPAs of the PCS."""
         return children(ctx, HPAS, glabels.COMPONENT_HPA)
 
-    def key_of(self, ctx: PcsContext, child: Obj) -> HpaTarget | None:
+    def key_of(self, view: PodCliqueSet, child: Obj) -> HpaTarget | None:
         """The target named by the HPA's `scaleTargetRef`."""
         ref = (child.get("spec") or {}).get("scaleTargetRef") or {}
         kind, name = ref.get("kind"), str(ref.get("name") or "")
         if kind == PodClique.KIND:
-            instance = identify_podclique(ctx.owner, name)
+            instance = identify_podclique(view, name)
             if instance is not None and instance.scaling_group is None:
                 return HpaTarget(instance.pcs_replica, PodClique.KIND, instance.clique.name)
         elif kind == PodCliqueScalingGroup.KIND:
-            identity = scaling_group_identity(ctx.owner, name)
+            identity = scaling_group_identity(view, name)
             if identity is not None:
                 return HpaTarget(identity[0], PodCliqueScalingGroup.KIND, identity[1].name)
         return None
 
-    def wanted(self, ctx: PcsContext, key: HpaTarget) -> bool:
+    def wanted(self, view: PodCliqueSet, key: HpaTarget) -> bool:
         """The replica exists and its target is still autoscaled."""
-        return is_hpa_target(ctx.owner, key)
+        return is_hpa_target(view, key)
 
-    def candidates(self, ctx: PcsContext) -> Iterable[HpaTarget]:
+    def candidates(self, view: PodCliqueSet) -> Iterable[HpaTarget]:
         """Replica-major: standalone cliques, then scaling groups."""
-        return hpa_targets(ctx.owner)
+        return hpa_targets(view)
 
-    def child_name(self, ctx: PcsContext, key: HpaTarget) -> str:
+    def child_name(self, view: PodCliqueSet, key: HpaTarget) -> str:
         """Named after its target."""
-        return gnames.hpa_name(target_name(ctx.owner, key))
+        return gnames.hpa_name(target_name(view, key))
 
-    def build(self, ctx: PcsContext, key: HpaTarget, existing: Obj | None) -> Obj:
+    def build(self, ctx: PcsContext, view: PodCliqueSet, key: HpaTarget, existing: Obj | None) -> Obj:
         """The HPA of `key`."""
-        return build_hpa_for(ctx.owner, key)
+        return build_hpa_for(view, key)

@@ -15,12 +15,13 @@ from grove_api import names as gnames
 from grove_operator.desired.layout import standalone_cliques
 from grove_operator.desired.podclique import build_standalone_podclique
 from grove_operator.kinds import PODCLIQUES
-from grove_operator.podcliqueset.components._common import Obj, PcsContext, PerReplicaChildSet, Slot, spec_fingerprint
+from grove_operator.podcliqueset.components._common import Obj, PcsContext, PcsIndexedChildSet, spec_fingerprint
+from grove_operator.reconcile.childset import IndexedSlots, Slot
 
 __all__ = ["StandalonePodCliques"]
 
 
-class StandalonePodCliques(PerReplicaChildSet):
+class StandalonePodCliques(PcsIndexedChildSet):
     """One PodClique per replica and standalone clique."""
 
     name = "podclique"
@@ -29,11 +30,11 @@ class StandalonePodCliques(PerReplicaChildSet):
     component_label = glabels.COMPONENT_PCS_PODCLIQUE
     naming = staticmethod(gnames.standalone_pclq_name)
 
-    def entries(self, template: PodCliqueSetTemplateSpec) -> list[str]:
+    def entries(self, template: PodCliqueSetTemplateSpec) -> tuple[str, ...]:
         """The cliques outside scaling groups."""
-        return [c.name for c in standalone_cliques(template)]
+        return tuple(c.name for c in standalone_cliques(template))
 
-    def build(self, ctx: PcsContext, key: Slot, existing: Obj | None) -> Obj:
+    def build(self, ctx: PcsContext, view: IndexedSlots, key: Slot, existing: Obj | None) -> Obj:
         """The PodClique from the template, keeping the live `spec.replicas` of an existing one."""
         live = ctx.parsed.parse(PodClique, existing) if existing is not None else None
         return build_standalone_podclique(ctx.owner, key[0], key[1], live)

@@ -31,8 +31,6 @@ from grove_runtime.resources import PODS
 
 __all__ = ["PodGangs"]
 
-_INPUTS = "podgang-inputs"
-
 
 def _shape(spec: Mapping[str, Any] | None) -> list[tuple[str, int]]:
     return [(str(g.get("name")), int(g.get("minReplicas") or 0)) for g in (spec or {}).get("podgroups") or ()]
@@ -62,18 +60,15 @@ def _fingerprint(inputs: _Inputs, plan: gangs.GangPlan, pods: list[Mapping[str, 
     return (inputs.pcs_inputs, plan, gangs.pod_references(plan.name, pods), members)
 
 
-class PodGangs(ChildSet[PodCliqueSet, gangs.GangKey]):
+class PodGangs(ChildSet[PodCliqueSet, gangs.GangKey, "_Inputs"]):
     """Create-or-patch wanted gangs, delete the others, maintain `Initialized`."""
 
     name = "podgang"
     rt = PODGANGS
     noun = "PodGang"
 
-    def inputs(self, ctx: PcsContext) -> _Inputs:
-        """The planner and the cached pods and PodCliques of this reconcile (gathered once)."""
-        found = ctx.extra.get(_INPUTS)
-        if isinstance(found, _Inputs):
-            return found
+    def view(self, ctx: PcsContext) -> _Inputs:
+        """The planner and the cached pods and PodCliques of this reconcile."""
         pcs = ctx.owner
         bound = ctx.config.max_pods_per_podcliqueset
         # Live PCSG replicas decide the scaled gangs; a scaling group scaled past the pod bound is refused by its
@@ -85,7 +80,7 @@ class PodGangs(ChildSet[PodCliqueSet, gangs.GangKey]):
         }
         owner_key = f"{ctx.namespace}/{ctx.key.name}"
         scheduler = gangs.resolve_scheduler_name(pcs, ctx.config.default_scheduler_name)
-        inputs = _Inputs(
+        return _Inputs(
             planner=gangs.GangPlanner(pcs, live, ctx.extra.get(TOPOLOGIES) or {}),
             pods_by_gang=gangs.group_pods_by_gang(ctx.cache.by_index(PODS, INDEX_PART_OF, owner_key)),
             pclqs={str(o["metadata"]["name"]): o for o in ctx.cache.by_index(PODCLIQUES, INDEX_PART_OF, owner_key)},
@@ -98,43 +93,44 @@ class PodGangs(ChildSet[PodCliqueSet, gangs.GangKey]):
                 scheduler,
             ),
         )
-        ctx.extra[_INPUTS] = inputs
-        return inputs
 
     def existing(self, ctx: PcsContext) -> Iterable[Obj]:
         """Cached PodGangs of the PCS."""
         return children(ctx, PODGANGS, glabels.COMPONENT_PODGANG)
 
-    def key_of(self, ctx: PcsContext, child: Obj) -> gangs.GangKey | None:
+    def key_of(self, view: _Inputs, child: Obj) -> gangs.GangKey | None:
         """The gang a name denotes."""
-        return self.inputs(ctx).planner.key_of(str(child["metadata"]["name"]))
+        return view.planner.key_of(str(child["metadata"]["name"]))
 
-    def wanted(self, ctx: PcsContext, key: gangs.GangKey) -> bool:
+    def wanted(self, view: _Inputs, key: gangs.GangKey) -> bool:
         """The PCS (with its live scaling groups) still has the gang."""
-        return self.inputs(ctx).planner.wanted(key)
+        return view.planner.wanted(key)
 
-    def candidates(self, ctx: PcsContext) -> Iterable[gangs.GangKey]:
+    def candidates(self, view: _Inputs) -> Iterable[gangs.GangKey]:
         """Per replica the base gang, then the scaled gangs."""
-        return self.inputs(ctx).planner.gang_keys()
+        return view.planner.gang_keys()
 
-    def child_name(self, ctx: PcsContext, key: gangs.GangKey) -> str:
+    def slot_count(self, view: _Inputs) -> int:
+        """Counted from the live scaling groups."""
+        return view.planner.count()
+
+    def child_name(self, view: _Inputs, key: gangs.GangKey) -> str:
         """The gang's name."""
-        return self.inputs(ctx).planner.name(key)
+        return view.planner.name(key)
 
-    def build(self, ctx: PcsContext, key: gangs.GangKey, existing: Obj | None) -> Obj:
+    def build(self, ctx: PcsContext, view: _Inputs, key: gangs.GangKey, existing: Obj | None) -> Obj:
         """The gang with references to its cached pods."""
-        inputs = self.inputs(ctx)
-        plan = inputs.planner.plan(key)
-        return gangs.build_podgang(ctx.owner, plan, inputs.pods_by_gang.get(plan.name, []), inputs.scheduler)
+        plan = view.planner.plan(key)
+        return gangs.build_podgang(ctx.owner, plan, view.pods_by_gang.get(plan.name, []), view.scheduler)
 
     async def sync(self, ctx: PcsContext) -> Result | None:
         """Converge the gangs; requeue while some gang still waits for its pods."""
-        plan = self.plan(ctx)
+        inputs = self.view(ctx)
+        plan = self.plan(ctx, inputs)
         await self.delete_stale(ctx, plan)
-        inputs = self.inputs(ctx)
         waiting = False
         writes: list[Callable[[], Awaitable[bool]]] = []
-        for key, existing in plan.targets:
+        for key, _, existing in plan.targets:
             gang = inputs.planner.plan(key)
             pods = inputs.pods_by_gang.get(gang.name, [])
             memo_key = (ctx.namespace, gang.name)
@@ -145,27 +141,29 @@ class PodGangs(ChildSet[PodCliqueSet, gangs.GangKey]):
                 continue
             desired = gangs.build_podgang(ctx.owner, gang, pods, inputs.scheduler)
             if existing is not None and in_sync(desired, existing, component=self.name):
-                created = self._all_created(ctx, gang, pods)
+                created = self._all_created(ctx, inputs, gang, pods)
                 if gangs.initialized_status(ctx.parsed.parse(PodGang, existing), created, ctx.now) is None:
                     self.memo.in_sync(memo_key, existing, fingerprint, created)
                     waiting = waiting or not created
                     continue
             self.memo.forget(memo_key)
-            writes.append(partial(self._sync_one, ctx, gang, desired, existing, pods))
+            writes.append(partial(self._sync_one, ctx, inputs, gang, desired, existing, pods))
         if any(await bounded(writes)):
             waiting = True
         if plan.more:
             ctx.requeue_after(CONTINUE_AFTER)
         return Result(requeue_after=ctx.config.retry_interval) if waiting else None
 
-    def _all_created(self, ctx: PcsContext, plan: gangs.GangPlan, pods: list[Mapping[str, Any]]) -> bool:
-        pclqs = self.inputs(ctx).pclqs
+    @staticmethod
+    def _all_created(ctx: PcsContext, inputs: _Inputs, plan: gangs.GangPlan, pods: list[Mapping[str, Any]]) -> bool:
+        pclqs = inputs.pclqs
         members = {n: ctx.parsed.parse(PodClique, pclqs[n]) for n in plan.pod_group_names if n in pclqs}
         return gangs.all_pods_created(plan, members, pods)
 
     async def _sync_one(
         self,
         ctx: PcsContext,
+        inputs: _Inputs,
         plan: gangs.GangPlan,
         desired: Obj,
         existing: Obj | None,
@@ -179,7 +177,7 @@ class PodGangs(ChildSet[PodCliqueSet, gangs.GangKey]):
         outcome, latest = await create_or_patch(ctx, PODGANGS, desired, existing, component=self.name)
         if outcome == "created":
             await ctx.recorder.normal(ctx.raw, "PodGangCreated", f"Created PodGang {plan.name}")
-        created = self._all_created(ctx, plan, pods)
+        created = self._all_created(ctx, inputs, plan, pods)
         gang = ctx.parsed.parse(PodGang, latest) if isinstance(latest, dict) else PodGang.model_validate(latest)
         status = gangs.initialized_status(gang, created, ctx.now)
         if status is not None:
