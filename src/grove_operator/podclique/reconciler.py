@@ -16,6 +16,7 @@ from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueS
 from grove_api import labels as glabels
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESETS
 from grove_operator.podclique.pods import PCS, PclqContext, Pods, owned_pods
+from grove_operator.reconcile.context import Obj
 from grove_operator.reconcile.failures import ComponentError, ParentNotFound
 from grove_operator.reconcile.ownership import managed
 from grove_operator.reconcile.skeleton import OwnerReconciler
@@ -26,7 +27,6 @@ __all__ = ["OWNER_KINDS", "PodCliqueReconciler", "is_managed_podclique"]
 
 OWNER_KINDS = (PodCliqueSet.KIND, PodCliqueScalingGroup.KIND)
 _PCS_HASH = "pcs-generation-hash"
-Obj = dict[str, Any]
 
 
 def is_managed_podclique(obj: dict[str, Any]) -> bool:

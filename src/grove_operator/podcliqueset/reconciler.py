@@ -9,8 +9,6 @@ on every reconcile. Children are removed by garbage collection: deletion only dr
 
 from __future__ import annotations
 
-from typing import Any
-
 import pydantic
 
 from grove_api import ClusterTopologyBinding, PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueSetStatus
@@ -19,13 +17,12 @@ from grove_operator import hashing
 from grove_operator.kinds import CLUSTERTOPOLOGYBINDINGS, PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS
 from grove_operator.podcliqueset.components import OrderedComponents
 from grove_operator.podcliqueset.components._common import TOPOLOGIES, PcsContext, children
+from grove_operator.reconcile.context import Obj
 from grove_operator.reconcile.failures import ComponentError
 from grove_operator.reconcile.skeleton import OwnerReconciler
 from grove_operator.status.podcliqueset import compute_podcliqueset_status
 
 __all__ = ["PodCliqueSetReconciler"]
-
-Obj = dict[str, Any]
 
 
 class PodCliqueSetReconciler(

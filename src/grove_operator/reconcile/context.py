@@ -21,10 +21,11 @@ from grove_runtime.events import EventRecorder
 from grove_runtime.expectations import Expectations
 from grove_runtime.keys import ObjectKey, Result
 
-__all__ = ["Component", "Deps", "Step", "SyncContext"]
+__all__ = ["Component", "Deps", "Obj", "Step", "SyncContext"]
 
 T = TypeVar("T")
 Obj = dict[str, Any]
+"""A Kubernetes object as the cache and the API client hand it over: plain JSON."""
 
 
 @dataclass(frozen=True, slots=True)

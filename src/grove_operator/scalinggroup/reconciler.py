@@ -8,13 +8,12 @@ for no more pods than the bound (`admission`); otherwise, or when the PodCliqueS
 
 from __future__ import annotations
 
-from typing import Any
-
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
 from grove_api import labels as glabels
 from grove_operator import admission
 from grove_operator.desired.layout import scaling_group_identity
 from grove_operator.kinds import PODCLIQUESCALINGGROUPS, PODCLIQUESETS
+from grove_operator.reconcile.context import Obj
 from grove_operator.reconcile.failures import ComponentError, ParentNotFound, SpecError
 from grove_operator.reconcile.ownership import controller_owner
 from grove_operator.reconcile.skeleton import OwnerReconciler
@@ -23,8 +22,6 @@ from grove_operator.status.scalinggroup import compute_scaling_group_status
 from grove_runtime.keys import ObjectKey
 
 __all__ = ["ScalingGroupReconciler"]
-
-Obj = dict[str, Any]
 
 
 class ScalingGroupReconciler(
