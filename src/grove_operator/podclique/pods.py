@@ -131,13 +131,13 @@ class Pods:
     @staticmethod
     async def _report_duplicates(ctx: PclqContext, duplicates: list[Mapping[str, Any]]) -> None:
         """One Warning Event per duplicated index (the message is stable, so repeats aggregate)."""
-        for index in sorted({scalein.pod_index(p) for p in duplicates}, key=lambda i: i or 0):
-            held = 1 + sum(1 for p in duplicates if scalein.pod_index(p) == index)
+        indices = [i for p in duplicates if (i := scalein.pod_index(p)) is not None]
+        for index in sorted(set(indices)):
             await ctx.recorder.warning(
                 ctx.raw,
                 "DuplicatePodIndex",
-                f"pod index {index} was held by {held} pods (a create that succeeded although it reported an "
-                "error); deleting all but one",
+                f"pod index {index} was held by {1 + indices.count(index)} pods (most likely a create that "
+                "succeeded although its response was lost); deleting all but one",
             )
 
     async def _create(self, ctx: PclqContext, active: list[Obj], count: int) -> None:
