@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from grove_operator.config import DEFAULT_SCHEDULER_NAME, OperatorConfig
+from grove_operator.config import DEFAULT_MAX_PODS_PER_PODCLIQUESET, DEFAULT_SCHEDULER_NAME, OperatorConfig
 from grove_operator.wiring import build
 from grove_runtime import cmdline
 from grove_runtime import logging as glog
@@ -66,6 +66,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pclq-workers", type=int, default=10)
     parser.add_argument("--pcsg-workers", type=int, default=5)
     parser.add_argument("--podgang-workers", type=int, default=5)
+    parser.add_argument(
+        "--max-pods-per-podcliqueset",
+        type=int,
+        default=DEFAULT_MAX_PODS_PER_PODCLIQUESET,
+        help="refuse (lastErrors, Warning Event) a PodCliqueSet, scaling group or PodClique asking for more pods",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
 
@@ -85,6 +91,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         health_host=args.health.host if args.health is not None else cmdline.LOOPBACK,
         metrics_host=args.metrics.host if args.metrics is not None else cmdline.LOOPBACK,
         metrics_port=args.metrics.port if args.metrics is not None else None,
+        max_pods_per_podcliqueset=args.max_pods_per_podcliqueset,
     )
 
 

@@ -12,11 +12,17 @@ from dataclasses import dataclass
 from grove_api import labels as glabels
 from grove_runtime.kubeconfig import DEFAULT_LEASE_NAMESPACE
 
-__all__ = ["DEFAULT_INIT_CONTAINER_IMAGE", "DEFAULT_SCHEDULER_NAME", "OperatorConfig"]
+__all__ = [
+    "DEFAULT_INIT_CONTAINER_IMAGE",
+    "DEFAULT_MAX_PODS_PER_PODCLIQUESET",
+    "DEFAULT_SCHEDULER_NAME",
+    "OperatorConfig",
+]
 
 DEFAULT_SCHEDULER_NAME = "grove-scheduler"
 DEFAULT_INIT_CONTAINER_IMAGE = "ghcr.io/ai-dynamo/grove/grove-initc"
 OPERATOR_VERSION = "0.1.0"
+DEFAULT_MAX_PODS_PER_PODCLIQUESET = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +52,9 @@ class OperatorConfig:
     """The PodCliqueSet's batch period also stretches to this multiple of its last reconcile's duration: a
     5,000-replica reconcile walks 15,000 children, and back to back such reconciles would starve the PodClique
     controller that creates and ungates the pods; 1.0 leaves it at most about half of the CPU. 0 disables."""
+    max_pods_per_podcliqueset: int = DEFAULT_MAX_PODS_PER_PODCLIQUESET
+    """Sanity bound on the pods one PodCliqueSet template, scaling group or PodClique may ask for; a larger one is
+    refused with `lastErrors` and a Warning Event instead of being worked on (see `grove_operator.admission`)."""
 
     @staticmethod
     def init_image_from_env(default: str | None = None) -> str:

@@ -7,8 +7,9 @@ validation was the largest single cost in the operator's profile). Informer obje
 memo is keyed by kind and object name and holds the dict it parsed, and a different dict under that name is parsed
 afresh. Parsed models are shared too: callers must treat them as read-only (use ``model_copy``), as they do.
 
-The memo holds at most one entry per (kind, namespace, name) and is cleared when it exceeds ``MAX_ENTRIES``, so
-objects that were deleted cannot pile up.
+One `ParseMemo` belongs to one operator (the wiring builds it and hands it to every reconciler, so a PodClique
+parsed by the PodCliqueSet controller is not parsed again by its own). It holds at most one entry per
+(parser, namespace, name) and is cleared when it exceeds `max_entries`, so objects that were deleted cannot pile up.
 """
 
 from __future__ import annotations
@@ -18,13 +19,20 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["MAX_ENTRIES", "clear", "parse", "parse_with"]
+from grove_api import PodCliqueSet
+from grove_operator import defaults
+
+__all__ = ["MAX_ENTRIES", "ParseMemo", "defaulted_podcliqueset"]
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
 Obj = dict[str, Any]
 MAX_ENTRIES = 200_000
 
-_entries: dict[tuple[Hashable, str, str], tuple[Obj, Any]] = {}
+
+def defaulted_podcliqueset(raw: Obj) -> PodCliqueSet:
+    """The PCS as the defaulting webhook would have stored it (defaults are idempotent)."""
+    return PodCliqueSet.model_validate(defaults.default_podcliqueset(raw))
 
 
 def _key(tag: Hashable, raw: Obj) -> tuple[Hashable, str, str]:
@@ -34,28 +42,40 @@ def _key(tag: Hashable, raw: Obj) -> tuple[Hashable, str, str]:
     return (tag, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-def parse_with(tag: Hashable, parser: Callable[[Obj], M], raw: Obj) -> M:
-    """`parser(raw)`, reused while `raw` (the very same dict) is what was last parsed under `tag` and its name.
+class ParseMemo:
+    """The last parse of each cached object, reused while the cache holds that very dict."""
 
-    `tag` names the parser (two parsers of one kind must use different tags). Exceptions are not memoised.
-    """
-    key = _key(tag, raw)
-    hit = _entries.get(key)
-    if hit is not None and hit[0] is raw:
-        model: M = hit[1]
-        return model
-    model = parser(raw)
-    if len(_entries) >= MAX_ENTRIES:
-        _entries.clear()
-    _entries[key] = (raw, model)
-    return model
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._max_entries = max_entries
+        self._entries: dict[tuple[Hashable, str, str], tuple[Obj, Any]] = {}
 
+    def parse_with(self, tag: Hashable, parser: Callable[[Obj], R], raw: Obj) -> R:
+        """`parser(raw)`, reused while `raw` (the very same dict) is what was last parsed under `tag` and its name.
 
-def parse(model: type[M], raw: Obj) -> M:
-    """`model.model_validate(raw)`, memoised on the identity of `raw` (see the module docstring)."""
-    return parse_with(model, model.model_validate, raw)
+        `tag` names the parser (two parsers of one kind must use different tags). Exceptions are not memoised.
+        """
+        key = _key(tag, raw)
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] is raw:
+            value: R = hit[1]
+            return value
+        value = parser(raw)
+        if len(self._entries) >= self._max_entries:
+            self._entries.clear()
+        self._entries[key] = (raw, value)
+        return value
 
+    def parse(self, model: type[M], raw: Obj) -> M:
+        """`model.model_validate(raw)`, memoised on the identity of `raw` (see the module docstring)."""
+        return self.parse_with(model, model.model_validate, raw)
 
-def clear() -> None:
-    """Forget every memoised parse (tests; never needed for correctness)."""
-    _entries.clear()
+    def podcliqueset(self, raw: Obj) -> PodCliqueSet:
+        """`defaulted_podcliqueset(raw)`, memoised like `parse`."""
+        return self.parse_with(defaulted_podcliqueset, defaulted_podcliqueset, raw)
+
+    def clear(self) -> None:
+        """Forget every memoised parse (tests; never needed for correctness)."""
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -35,7 +35,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from grove_api import labels as glabels
-from grove_operator.components import (
+from grove_operator.config import OperatorConfig
+from grove_operator.kinds import (
     CLUSTERTOPOLOGYBINDINGS,
     INDEX_BASE_PODGANG,
     INDEX_PART_OF,
@@ -47,13 +48,14 @@ from grove_operator.components import (
     PODGANGS,
     namespaced_label_index,
 )
-from grove_operator.config import OperatorConfig
 from grove_operator.metrics import operator_metrics
+from grove_operator.parsed import ParseMemo
 from grove_operator.podcache import slim_pod
 from grove_operator.podclique.pods import PodExpectationsObserver
 from grove_operator.podclique.reconciler import PodCliqueReconciler
 from grove_operator.podcliqueset.reconciler import PodCliqueSetReconciler
 from grove_operator.podgang.reconciler import PodGangReconciler
+from grove_operator.reconcile.context import Deps
 from grove_operator.scalinggroup.reconciler import ScalingGroupReconciler
 from grove_runtime.cache import Cache
 from grove_runtime.client import Client
@@ -161,13 +163,18 @@ def _references_topology(pcs: Obj, topology: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class OperatorApp:
-    """The assembled operator: run `manager.run()`; the other fields are for tests, the CLI and benchmarks."""
+    """The assembled operator: run `manager.run()`; the other fields are for tests, the CLI and benchmarks.
+
+    `deps` holds what every reconciler shares, the caches included (`deps.parsed`): they belong to this operator,
+    not to the process, so two operators in one process (tests) never see each other's state.
+    """
 
     manager: Manager
     cache: Cache
     controllers: dict[str, Controller]
     metrics: ControllerMetrics
     expectations: Expectations[ObjectKey]
+    deps: Deps
 
 
 def build(
@@ -203,13 +210,14 @@ def build(
     recorder = EventRecorder(client, "grove-operator", clock=clock)
     expectations: Expectations[ObjectKey] = Expectations(timeout=config.expectations_timeout, clock=clock)
     pod_inf.add_handler(PodExpectationsObserver(expectations))
+    deps = Deps(client, cache, recorder, config, expectations, clock, ParseMemo())
 
     def controller(name: str, reconciler: Any, workers: int) -> Controller:
         return Controller(name, reconciler, workers=workers, clock=clock, metrics=metrics)
 
     pcs = controller(
         "podcliqueset",
-        PodCliqueSetReconciler(client, cache, recorder, config, clock=clock, expectations=expectations),
+        PodCliqueSetReconciler(deps),
         config.pcs_workers,
     )
     pcs.watch(pcs_inf, enqueue_self(), PCS_PRIMARY)
@@ -230,7 +238,7 @@ def build(
 
     pclq = controller(
         "podclique",
-        PodCliqueReconciler(client, cache, recorder, config, expectations, clock=clock),
+        PodCliqueReconciler(deps),
         config.pclq_workers,
     )
     pclq.watch(pclq_inf, enqueue_self(), PCLQ_PRIMARY)
@@ -249,7 +257,7 @@ def build(
 
     pcsg = controller(
         "podcliquescalinggroup",
-        ScalingGroupReconciler(client, cache, recorder, config, clock=clock, expectations=expectations),
+        ScalingGroupReconciler(deps),
         config.pcsg_workers,
     )
     pcsg.watch(pcsg_inf, enqueue_self(), GENERATION_OR_DELETION)
@@ -263,7 +271,7 @@ def build(
 
     pcsg.watch(pcs_inf, enqueue_mapped(pcs_to_pcsgs), GENERATION_OR_DELETION)
 
-    gang = controller("podgang", PodGangReconciler(cache, recorder, config), config.podgang_workers)
+    gang = controller("podgang", PodGangReconciler(deps), config.podgang_workers)
     gang.watch(gang_inf, enqueue_self(), GENERATION_OR_DELETION)
 
     elector = None
@@ -287,4 +295,4 @@ def build(
     controllers = {c.name: c for c in (pcs, pclq, pcsg, gang)}
     for c in controllers.values():
         manager.add(c)
-    return OperatorApp(manager, cache, controllers, metrics, expectations)
+    return OperatorApp(manager, cache, controllers, metrics, expectations, deps)

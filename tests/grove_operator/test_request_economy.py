@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from grove_operator.components import PODCLIQUES, PODCLIQUESETS, ComponentError
 from grove_operator.config import OperatorConfig
 from grove_operator.desired.podclique import build_standalone_podclique
-from grove_operator.podcliqueset.reconciler import parse_podcliqueset
+from grove_operator.kinds import PODCLIQUES, PODCLIQUESETS
+from grove_operator.parsed import defaulted_podcliqueset
+from grove_operator.reconcile.failures import ComponentError
 from grove_operator.wiring import MANAGED_SELECTOR, build
 from grove_runtime import errors
 from grove_runtime.clock import FakeClock
@@ -80,7 +81,7 @@ async def test_status_waits_for_created_pods_and_skips_unchanged_status() -> Non
     client = RecordingClient()
     app = build(OperatorConfig(leader_elect=False, metrics_port=None), client, clock=FakeClock())  # type: ignore[arg-type]
     reconciler = app.controllers["podclique"].reconciler
-    pcs = parse_podcliqueset(PCS)
+    pcs = defaulted_podcliqueset(PCS)
     pclq = build_standalone_podclique(pcs, 0, "w")
     pclq["metadata"].update(uid="pclq-uid", generation=1, resourceVersion="2")
     app.cache.informer(PODCLIQUESETS).store.upsert(copy.deepcopy(PCS))
@@ -127,7 +128,7 @@ async def test_refused_pod_creation_costs_one_request_and_records_the_error() ->
     reconciler = app.controllers["podclique"].reconciler
     pcs_raw = copy.deepcopy(PCS)
     pcs_raw["spec"]["template"]["cliques"][0]["spec"].update(replicas=16, minAvailable=1)
-    pclq = build_standalone_podclique(parse_podcliqueset(pcs_raw), 0, "w")
+    pclq = build_standalone_podclique(defaulted_podcliqueset(pcs_raw), 0, "w")
     pclq["metadata"].update(uid="pclq-uid", generation=1, resourceVersion="2")
     app.cache.informer(PODCLIQUESETS).store.upsert(pcs_raw)
     app.cache.informer(PODCLIQUES).store.upsert(pclq)

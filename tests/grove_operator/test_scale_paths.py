@@ -7,8 +7,8 @@ import copy
 from typing import Any
 
 from grove_api import PodClique
-from grove_operator import parsed
-from grove_operator.components import in_sync, is_subset, merge_patch_for
+from grove_operator.parsed import ParseMemo
+from grove_operator.reconcile.compare import in_sync, is_subset, merge_patch_for
 from grove_operator.syncmemo import SyncMemo
 from grove_operator.wiring import GENERATION_OR_DELETION, STATUS_ONLY
 from grove_runtime.clock import FakeClock
@@ -29,6 +29,7 @@ def _pclq(replicas: int = 2, rv: str = "1") -> dict[str, Any]:
 
 def test_parse_reuses_the_model_of_the_same_dict_and_reparses_a_replaced_one() -> None:
     """The same cached dict parses once; the dict that replaces it (new state) is parsed afresh."""
+    parsed = ParseMemo()
     raw = _pclq(2)
     first = parsed.parse(PodClique, raw)
     assert parsed.parse(PodClique, raw) is first

@@ -14,7 +14,7 @@ from typing import Any
 
 from grove_api import PodClique, PodGang
 from grove_api import labels as glabels
-from grove_operator.desired._layout import is_terminating
+from grove_operator.desired.layout import is_terminating
 
 __all__ = ["GateDecision", "base_gang_scheduled", "has_grove_gate", "pods_to_ungate", "remove_gate_patch"]
 

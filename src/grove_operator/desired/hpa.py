@@ -7,14 +7,15 @@ copied verbatim; `minReplicas` defaults to the template replicas.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from grove_api import AutoScalingConfig, PodClique, PodCliqueScalingGroup, PodCliqueSet
 from grove_api import labels as glabels
 from grove_api import names as gnames
-from grove_operator.desired._layout import controller_reference, scaling_group_configs, standalone_cliques
+from grove_operator.desired.layout import controller_reference, scaling_group_configs, standalone_cliques
 
-__all__ = ["build_hpa", "build_hpas"]
+__all__ = ["HpaTarget", "build_hpa", "build_hpa_for", "build_hpas", "hpa_targets", "is_hpa_target", "target_name"]
 
 
 def build_hpa(
@@ -45,22 +46,67 @@ def build_hpa(
     }
 
 
-def build_hpas(pcs: PodCliqueSet) -> list[dict[str, Any]]:
-    """Every HPA the PCS should have, replica by replica: standalone cliques first, then scaling groups."""
-    pcs_name = pcs.metadata.name or ""
+class HpaTarget(NamedTuple):
+    """What one HPA scales: a standalone clique or a scaling group (`template_name`) of PCS replica `pcs_replica`."""
+
+    pcs_replica: int
+    kind: str
+    template_name: str
+
+
+def hpa_targets(pcs: PodCliqueSet) -> Iterator[HpaTarget]:
+    """Every autoscaled target, lazily, replica by replica: standalone cliques first, then scaling groups."""
     template = pcs.spec.template
-    hpas: list[dict[str, Any]] = []
+    cliques = [c.name for c in standalone_cliques(template) if c.spec.auto_scaling_config is not None]
+    groups = [g.name for g in scaling_group_configs(template) if g.scale_config is not None]
+    if not cliques and not groups:
+        return
     for i in range(pcs.spec.replicas or 0):
-        for clique in standalone_cliques(template):
-            if clique.spec.auto_scaling_config is not None:
-                target = gnames.standalone_pclq_name(pcs_name, i, clique.name)
-                hpas.append(
-                    build_hpa(pcs, PodClique.KIND, target, clique.spec.auto_scaling_config, clique.spec.replicas)
-                )
-        for group in scaling_group_configs(template):
-            if group.scale_config is not None:
-                target = gnames.pcsg_name(pcs_name, i, group.name)
-                hpas.append(
-                    build_hpa(pcs, PodCliqueScalingGroup.KIND, target, group.scale_config, group.effective_replicas())
-                )
-    return hpas
+        for clique in cliques:
+            yield HpaTarget(i, PodClique.KIND, clique)
+        for group in groups:
+            yield HpaTarget(i, PodCliqueScalingGroup.KIND, group)
+
+
+def target_name(pcs: PodCliqueSet, target: HpaTarget) -> str:
+    """The name of the targeted PodClique or PodCliqueScalingGroup (and so of its HPA)."""
+    pcs_name = pcs.metadata.name or ""
+    if target.kind == PodClique.KIND:
+        return gnames.standalone_pclq_name(pcs_name, target.pcs_replica, target.template_name)
+    return gnames.pcsg_name(pcs_name, target.pcs_replica, target.template_name)
+
+
+def is_hpa_target(pcs: PodCliqueSet, target: HpaTarget) -> bool:
+    """Whether the PCS still autoscales `target` (replica in range, config present)."""
+    if not 0 <= target.pcs_replica < (pcs.spec.replicas or 0):
+        return False
+    template = pcs.spec.template
+    if target.kind == PodClique.KIND:
+        clique = template.clique(target.template_name)
+        return (
+            clique is not None
+            and template.scaling_group_of(clique.name) is None
+            and clique.spec.auto_scaling_config is not None
+        )
+    group = next((g for g in scaling_group_configs(template) if g.name == target.template_name), None)
+    return target.kind == PodCliqueScalingGroup.KIND and group is not None and group.scale_config is not None
+
+
+def build_hpa_for(pcs: PodCliqueSet, target: HpaTarget) -> dict[str, Any]:
+    """The HPA of `target` (which `is_hpa_target`)."""
+    template = pcs.spec.template
+    name = target_name(pcs, target)
+    if target.kind == PodClique.KIND:
+        clique = template.clique(target.template_name)
+        if clique is None or clique.spec.auto_scaling_config is None:
+            raise ValueError(f"clique {target.template_name!r} is not autoscaled")
+        return build_hpa(pcs, PodClique.KIND, name, clique.spec.auto_scaling_config, clique.spec.replicas)
+    group = next((g for g in scaling_group_configs(template) if g.name == target.template_name), None)
+    if group is None or group.scale_config is None:
+        raise ValueError(f"scaling group {target.template_name!r} is not autoscaled")
+    return build_hpa(pcs, PodCliqueScalingGroup.KIND, name, group.scale_config, group.effective_replicas())
+
+
+def build_hpas(pcs: PodCliqueSet) -> list[dict[str, Any]]:
+    """Every HPA of a (small) PCS in creation order; the operator itself walks `hpa_targets` lazily."""
+    return [build_hpa_for(pcs, target) for target in hpa_targets(pcs)]

@@ -16,7 +16,7 @@ from grove_api import PodClique, PodCliqueSet
 from grove_api import labels as glabels
 from grove_api import names as gnames
 from grove_operator.desired._env import field_ref_env, prepend_env, value_env
-from grove_operator.desired._layout import controller_reference, identify_podclique
+from grove_operator.desired.layout import controller_reference, identify_podclique
 
 __all__ = [
     "POD_INFO_MOUNT_PATH",

@@ -15,7 +15,7 @@ from grove_api import labels as glabels
 from grove_operator import hashing
 from grove_operator.desired import startup
 from grove_operator.desired._env import field_ref_env, prepend_env, value_env
-from grove_operator.desired._layout import CliqueInstance, controller_reference, scaling_group_identity
+from grove_operator.desired.layout import CliqueInstance, controller_reference, scaling_group_identity
 
 __all__ = [
     "build_pcsg_member_podclique",

@@ -4,14 +4,16 @@ Each PCS replica has a base gang holding its standalone cliques and the first `m
 scaling group, plus one scaled gang per further PCSG replica. Gangs are created before their pods exist (possibly
 with empty pod references), so this module separates the *plan* (names, PodGroups, constraints: a function of the
 PCS, the live PCSG replica counts and the topology bindings) from the *object* (plan + the pods that exist now).
+`GangPlanner` plans one gang at a time, so the operator never lists the gangs of a replica count it was given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from grove_api import (
     CONDITION_INITIALIZED,
@@ -19,23 +21,28 @@ from grove_api import (
     REASON_PODS_CREATION_PENDING,
     ClusterTopologyBinding,
     PodClique,
+    PodCliqueScalingGroupConfig,
     PodCliqueSet,
+    PodCliqueTemplateSpec,
     PodGang,
     format_time,
 )
 from grove_api import labels as glabels
 from grove_api import names as gnames
-from grove_operator.desired._layout import (
+from grove_operator.desired.layout import (
     CliqueInstance,
     controller_reference,
     is_terminating,
     scaling_group_configs,
+    split_indexed_name,
     standalone_cliques,
 )
 from grove_operator.desired.topology import TopologyTranslator
 
 __all__ = [
+    "GangKey",
     "GangPlan",
+    "GangPlanner",
     "PodGroupPlan",
     "all_pods_created",
     "build_podgang",
@@ -92,83 +99,177 @@ def resolve_scheduler_name(pcs: PodCliqueSet, default_scheduler_name: str) -> st
     return default_scheduler_name
 
 
+class GangKey(NamedTuple):
+    """Which gang: the base gang of a PCS replica, or the scaled gang of one replica of one scaling group."""
+
+    pcs_replica: int
+    group: str | None = None
+    pcsg_replica: int | None = None
+
+
+@dataclass(frozen=True)
+class _GroupPlan:
+    config: PodCliqueScalingGroupConfig
+    constraint: dict[str, Any] | None
+    min_available: int
+    members: tuple[tuple[PodCliqueTemplateSpec, int, dict[str, Any] | None], ...]
+
+
+class GangPlanner:
+    """The gangs of one PodCliqueSet as slots (`GangKey`), planned one at a time and enumerated lazily.
+
+    `live_pcsg_replicas` maps a PCSG FQN to its live `spec.replicas`; a PCSG absent from it (not created yet) uses
+    the template value. What each clique and group contributes is the same for every replica, so it is translated
+    once here, not per gang. Nothing is listed per replica: the number of gangs is a number in a spec.
+    """
+
+    def __init__(
+        self,
+        pcs: PodCliqueSet,
+        live_pcsg_replicas: Mapping[str, int],
+        topologies: Mapping[str, ClusterTopologyBinding] | None = None,
+    ) -> None:
+        self.pcs = pcs
+        self.pcs_name = pcs.metadata.name or ""
+        self.live = live_pcsg_replicas
+        translator = TopologyTranslator(pcs, topologies or {})
+        template = pcs.spec.template
+        self._gang_constraint = translator.pcs_constraint()
+        self._standalone = [
+            (c, c.spec.effective_min_available(), translator.clique_constraint(c)) for c in standalone_cliques(template)
+        ]
+        self._groups: dict[str, _GroupPlan] = {}
+        for group in scaling_group_configs(template):
+            members = [c for name in group.clique_names if (c := template.clique(name)) is not None]
+            self._groups[group.name] = _GroupPlan(
+                group,
+                translator.group_constraint(group),
+                group.effective_min_available(),
+                tuple((c, c.spec.effective_min_available(), translator.clique_constraint(c, group)) for c in members),
+            )
+        self._topology_name = next(iter(sorted(translator.used_topologies)), None)
+
+    def pcsg_replicas(self, pcs_replica: int, group: str) -> int:
+        """The live (else template) replica count of the scaling group `group` of PCS replica `pcs_replica`."""
+        config = self._groups[group].config
+        return self.live.get(gnames.pcsg_name(self.pcs_name, pcs_replica, group), config.effective_replicas())
+
+    def gang_keys(self) -> Iterator[GangKey]:
+        """Every gang, lazily: per PCS replica the base gang, then the scaled gangs of each scaling group."""
+        for i in range(self.pcs.spec.replicas or 0):
+            yield GangKey(i)
+            for name, group in self._groups.items():
+                for j in range(group.min_available, self.pcsg_replicas(i, name)):
+                    yield GangKey(i, name, j)
+
+    def count(self) -> int:
+        """How many gangs `gang_keys` yields, counted from the live scaling groups without walking the replicas."""
+        replicas = self.pcs.spec.replicas or 0
+        total = replicas
+        for name, group in self._groups.items():
+            template_scaled = max(0, group.config.effective_replicas() - group.min_available)
+            live = 0
+            for fqn, count in self.live.items():
+                split = split_indexed_name(self.pcs_name, fqn)
+                if split is not None and split[1] == name and split[0] < replicas:
+                    live += 1
+                    total += max(0, count - group.min_available)
+            total += (replicas - live) * template_scaled
+        return total
+
+    def wanted(self, key: GangKey) -> bool:
+        """Whether the PCS still has gang `key`."""
+        if not 0 <= key.pcs_replica < (self.pcs.spec.replicas or 0):
+            return False
+        if key.group is None:
+            return True
+        group = self._groups.get(key.group)
+        return (
+            group is not None
+            and key.pcsg_replica is not None
+            and group.min_available <= key.pcsg_replica < self.pcsg_replicas(key.pcs_replica, key.group)
+        )
+
+    def name(self, key: GangKey) -> str:
+        """The gang's name."""
+        if key.group is None or key.pcsg_replica is None:
+            return gnames.base_podgang_name(self.pcs_name, key.pcs_replica)
+        fqn = gnames.pcsg_name(self.pcs_name, key.pcs_replica, key.group)
+        return gnames.scaled_podgang_name(
+            self.pcs_name, key.pcs_replica, fqn, key.pcsg_replica, self._groups[key.group].min_available
+        )
+
+    def key_of(self, gang_name: str) -> GangKey | None:
+        """The gang a name denotes (`<pcs>-<i>` or `<pcs>-<i>-<group>-<j - minAvailable>`), if any."""
+        split = split_indexed_name(self.pcs_name, gang_name)
+        if split is None:
+            return None
+        if not split[1]:
+            return GangKey(split[0])
+        group_name, _, offset = split[1].rpartition("-")
+        group = self._groups.get(group_name)
+        if group is None or not offset.isdigit():
+            return None
+        return GangKey(split[0], group_name, int(offset) + group.min_available)
+
+    def _member_groups(self, pcs_replica: int, group: _GroupPlan, pcsg_replica: int) -> list[PodGroupPlan]:
+        return [
+            PodGroupPlan(CliqueInstance(self.pcs_name, pcs_replica, c, group.config, pcsg_replica).name, m, constraint)
+            for c, m, constraint in group.members
+        ]
+
+    def plan(self, key: GangKey) -> GangPlan:
+        """The plan of gang `key` (the base gang holds the first `minAvailable` replicas of every scaling group)."""
+        i = key.pcs_replica
+        if key.group is not None and key.pcsg_replica is not None:
+            group = self._groups[key.group]
+            plan = GangPlan(
+                name=self.name(key),
+                pcs_replica=i,
+                is_base=False,
+                pod_groups=tuple(self._member_groups(i, group, key.pcsg_replica)),
+                topology_constraint=group.constraint if group.constraint is not None else self._gang_constraint,
+            )
+        else:
+            pod_groups = [
+                PodGroupPlan(CliqueInstance(self.pcs_name, i, c).name, m, constraint)
+                for c, m, constraint in self._standalone
+            ]
+            group_configs: list[dict[str, Any]] = []
+            for name, group in self._groups.items():
+                fqn = gnames.pcsg_name(self.pcs_name, i, name)
+                for j in range(min(group.min_available, self.pcsg_replicas(i, name))):
+                    members = self._member_groups(i, group, j)
+                    pod_groups.extend(members)
+                    if group.constraint is not None:
+                        group_configs.append(
+                            {
+                                "name": gnames.topology_constraint_group_config_name(fqn, j),
+                                "podGroupNames": [g.name for g in members],
+                                "topologyConstraint": group.constraint,
+                            }
+                        )
+            plan = GangPlan(
+                name=self.name(key),
+                pcs_replica=i,
+                is_base=True,
+                pod_groups=tuple(pod_groups),
+                topology_constraint=self._gang_constraint,
+                group_configs=tuple(group_configs),
+            )
+        if plan.has_constraints:
+            return dataclasses.replace(plan, topology_name=self._topology_name)
+        return plan
+
+
 def expected_podgangs(
     pcs: PodCliqueSet,
     live_pcsg_replicas: Mapping[str, int],
     topologies: Mapping[str, ClusterTopologyBinding] | None = None,
 ) -> list[GangPlan]:
-    """Every gang the PCS should have: per replica the base gang, then the scaled gangs of each scaling group.
-
-    `live_pcsg_replicas` maps a PCSG FQN to its live `spec.replicas`; a PCSG absent from it (not created yet) uses
-    the template value.
-    """
-    translator = TopologyTranslator(pcs, topologies or {})
-    pcs_name = pcs.metadata.name or ""
-    template = pcs.spec.template
-    gang_constraint = translator.pcs_constraint()
-    # What each clique and group contributes is the same for every replica: work it out once, not per replica.
-    standalone = [
-        (c, c.spec.effective_min_available(), translator.clique_constraint(c)) for c in standalone_cliques(template)
-    ]
-    groups = []
-    for group in scaling_group_configs(template):
-        members = [c for name in group.clique_names if (c := template.clique(name)) is not None]
-        member_plans = [(c, c.spec.effective_min_available(), translator.clique_constraint(c, group)) for c in members]
-        groups.append((group, translator.group_constraint(group), group.effective_min_available(), member_plans))
-    plans: list[GangPlan] = []
-    for i in range(pcs.spec.replicas or 0):
-        base_groups = [
-            PodGroupPlan(CliqueInstance(pcs_name, i, c).name, min_available, constraint)
-            for c, min_available, constraint in standalone
-        ]
-        group_configs: list[dict[str, Any]] = []
-        scaled: list[GangPlan] = []
-        for group, group_constraint, group_min, member_plans in groups:
-            fqn = gnames.pcsg_name(pcs_name, i, group.name)
-            replicas = live_pcsg_replicas.get(fqn, group.effective_replicas())
-            for j in range(replicas):
-                pod_groups = [
-                    PodGroupPlan(CliqueInstance(pcs_name, i, c, group, j).name, min_available, constraint)
-                    for c, min_available, constraint in member_plans
-                ]
-                if j < group_min:
-                    base_groups.extend(pod_groups)
-                    if group_constraint is not None:
-                        group_configs.append(
-                            {
-                                "name": gnames.topology_constraint_group_config_name(fqn, j),
-                                "podGroupNames": [g.name for g in pod_groups],
-                                "topologyConstraint": group_constraint,
-                            }
-                        )
-                    continue
-                scaled.append(
-                    GangPlan(
-                        name=gnames.scaled_podgang_name(pcs_name, i, fqn, j, group_min),
-                        pcs_replica=i,
-                        is_base=False,
-                        pod_groups=tuple(pod_groups),
-                        topology_constraint=group_constraint if group_constraint is not None else gang_constraint,
-                    )
-                )
-        plans.append(
-            GangPlan(
-                name=gnames.base_podgang_name(pcs_name, i),
-                pcs_replica=i,
-                is_base=True,
-                pod_groups=tuple(base_groups),
-                topology_constraint=gang_constraint,
-                group_configs=tuple(group_configs),
-            )
-        )
-        plans.extend(scaled)
-    topology_name = next(iter(sorted(translator.used_topologies)), None)
-    return [
-        GangPlan(p.name, p.pcs_replica, p.is_base, p.pod_groups, p.topology_constraint, p.group_configs, topology_name)
-        if p.has_constraints
-        else p
-        for p in plans
-    ]
+    """Every gang of a (small) PCS in creation order; the operator itself walks `GangPlanner` lazily."""
+    planner = GangPlanner(pcs, live_pcsg_replicas, topologies)
+    return [planner.plan(key) for key in planner.gang_keys()]
 
 
 def _pclq_of(pod: Mapping[str, Any]) -> str | None:

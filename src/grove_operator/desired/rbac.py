@@ -11,7 +11,7 @@ from typing import Any
 from grove_api import PodCliqueSet
 from grove_api import labels as glabels
 from grove_api import names as gnames
-from grove_operator.desired._layout import controller_reference
+from grove_operator.desired.layout import controller_reference
 
 __all__ = ["build_role", "build_role_binding", "build_sa_token_secret", "build_service_account"]
 

@@ -3,6 +3,11 @@
 Indices give pods stable host names, so new pods fill the lowest free indices (holes first). When a PodClique
 shrinks, the pods that matter least go first: unassigned before pending before unknown before running, not-ready
 before ready, outdated template before current, and newest first among equals.
+
+An index held by two active pods (a create the API server performed although the client saw it fail, then
+retried) must not stay that way: two pods would share a host name while another index stays missing. Of the
+holders, the one scale-in would keep longest stays (the older one among equals) and the others are deleted, so
+the freed slot is filled by the missing index.
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from grove_api import labels as glabels
-from grove_operator.desired._layout import is_terminating
+from grove_operator.desired.layout import is_terminating
 
-__all__ = ["is_active", "is_ready", "lowest_free_indices", "pod_index", "scale_in_victims"]
+__all__ = ["duplicate_index_pods", "is_active", "is_ready", "lowest_free_indices", "pod_index", "scale_in_victims"]
 
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 
@@ -79,3 +84,17 @@ def scale_in_victims(pods: Iterable[Mapping[str, Any]], count: int, current_hash
     candidates = [p for p in pods if not is_terminating(p)]
     candidates.sort(key=lambda p: _victim_key(p, current_hash))
     return [p["metadata"]["name"] for p in candidates[: max(count, 0)]]
+
+
+def duplicate_index_pods(pods: Iterable[Mapping[str, Any]], current_hash: str | None = None) -> list[Mapping[str, Any]]:
+    """Active pods whose index another active pod holds, except the holder scale-in would delete last."""
+    holders: dict[int, list[Mapping[str, Any]]] = {}
+    for pod in pods:
+        if is_active(pod) and (index := pod_index(pod)) is not None:
+            holders.setdefault(index, []).append(pod)
+    duplicates: list[Mapping[str, Any]] = []
+    for same in holders.values():
+        if len(same) > 1:
+            same.sort(key=lambda p: _victim_key(p, current_hash))
+            duplicates.extend(same[:-1])
+    return duplicates

@@ -11,9 +11,9 @@ from typing import Any
 from grove_api import PodCliqueScalingGroup, PodCliqueScalingGroupConfig, PodCliqueSet
 from grove_api import labels as glabels
 from grove_api import names as gnames
-from grove_operator.desired._layout import controller_reference, scaling_group_configs
+from grove_operator.desired.layout import controller_reference, scaling_group_configs
 
-__all__ = ["build_scaling_group", "expected_scaling_group_names", "member_podclique_names"]
+__all__ = ["build_scaling_group", "member_podclique_names"]
 
 
 def _config(pcs: PodCliqueSet, group_name: str) -> PodCliqueScalingGroupConfig:
@@ -56,16 +56,6 @@ def build_scaling_group(
             "cliqueNames": list(group.clique_names),
         },
     }
-
-
-def expected_scaling_group_names(pcs: PodCliqueSet) -> list[str]:
-    """Every PCSG name the PCS should have for replicas `0..spec.replicas-1` (replica-major order)."""
-    pcs_name = pcs.metadata.name or ""
-    return [
-        gnames.pcsg_name(pcs_name, i, group.name)
-        for i in range(pcs.spec.replicas or 0)
-        for group in scaling_group_configs(pcs.spec.template)
-    ]
 
 
 def member_podclique_names(pcsg_fqn: str, clique_names: list[str], pcsg_replica: int) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from grove_api import PodCliqueSet
 from grove_api import names as gnames
-from grove_operator.desired._layout import CliqueInstance
+from grove_operator.desired.layout import CliqueInstance
 
 __all__ = ["StartupParent", "parent_template_names", "resolve_starts_after"]
 

@@ -7,7 +7,9 @@ does not depend on the count and runs on every reconcile.
 
 New pods take the lowest free indices and are created in "slow start" batches (1, 2, 4, ...), so a failing
 admission stops after one request instead of a thousand; gates are lifted in slow-start batches too, starting
-wider. Scale-in picks victims in upstream's order.
+wider. At most `POD_CREATE_WINDOW` pods are created per reconcile, so no list grows with `spec.replicas`.
+Scale-in picks victims in upstream's order. An index held twice (a create that reached the API server although its
+response was lost) is repaired: the extra holders are deleted and the missing index created, with a Warning Event.
 """
 
 from __future__ import annotations
@@ -20,20 +22,16 @@ from typing import Any
 
 from grove_api import PodClique, PodCliqueSet, PodGang
 from grove_api import labels as glabels
-from grove_operator import parsed
-from grove_operator.components import (
-    INDEX_PODCLIQUE,
-    PODCLIQUES,
-    PODGANGS,
-    ComponentError,
-    SyncContext,
-    controlled_children,
-    delete_if_exists,
-    error_code,
-)
+from grove_api import names as gnames
 from grove_operator.desired import gates, scalein
-from grove_operator.desired._layout import is_terminating
+from grove_operator.desired.layout import is_terminating
 from grove_operator.desired.pod import build_pod
+from grove_operator.kinds import INDEX_PODCLIQUE, PODCLIQUES, PODGANGS
+from grove_operator.reconcile.childset import CONTINUE_AFTER
+from grove_operator.reconcile.context import SyncContext
+from grove_operator.reconcile.failures import ComponentError, describe, error_code
+from grove_operator.reconcile.ownership import controlled_children
+from grove_operator.reconcile.writes import delete_if_exists
 from grove_operator.slowstart import run_slow_start
 from grove_runtime import errors
 from grove_runtime.client import PatchType
@@ -47,6 +45,8 @@ Obj = dict[str, Any]
 PclqContext = SyncContext[PodClique]
 PCS = "pcs"
 UNGATE_INITIAL_BATCH = 8
+POD_CREATE_WINDOW = 1000
+"""Pods one reconcile creates at most; the next window follows once their creations are observed."""
 
 
 def _pclq_key(pod: Mapping[str, Any]) -> ObjectKey | None:
@@ -87,7 +87,7 @@ def owned_pods(ctx: PclqContext) -> list[Obj]:
 
 @dataclass(frozen=True)
 class Pods:
-    """Create missing pods, delete surplus ones, lift gates."""
+    """Create missing pods, delete surplus and duplicate ones, lift gates."""
 
     name: str = "pod"
 
@@ -96,28 +96,62 @@ class Pods:
         return [p["metadata"]["name"] for p in owned_pods(ctx)]
 
     async def sync(self, ctx: PclqContext) -> Result | None:
-        """Converge the pod count (when the cache is trustworthy), then lift gates."""
-        pods = owned_pods(ctx)
-        active = [p for p in pods if scalein.is_active(p)]
+        """Converge the pods (when the cache is trustworthy), then lift gates."""
+        active = [p for p in owned_pods(ctx) if scalein.is_active(p)]
         if ctx.expectations.satisfied(ctx.key):
-            diff = len(active) - ctx.owner.spec.replicas
-            if diff < 0:
-                await self._create(ctx, active, -diff)
-            elif diff > 0:
-                await self._scale_in(ctx, active, diff)
+            deleted = await self._converge(ctx, active)
+            active = [p for p in active if p["metadata"]["name"] not in deleted]
         return await self._lift_gates(ctx, active)
 
+    async def _converge(self, ctx: PclqContext, active: list[Obj]) -> set[str]:
+        """One index per pod, `spec.replicas` pods: delete duplicates and surplus, create (a window of) the
+        missing; returns the names deleted."""
+        current_hash = (ctx.owner.metadata.labels or {}).get(glabels.LABEL_POD_TEMPLATE_HASH)
+        duplicates = scalein.duplicate_index_pods(active, current_hash)
+        duplicate_names = {str(p["metadata"]["name"]) for p in duplicates}
+        keep = [p for p in active if p["metadata"]["name"] not in duplicate_names]
+        surplus = len(keep) - ctx.owner.spec.replicas
+        victims = scalein.scale_in_victims(keep, surplus, current_hash) if surplus > 0 else []
+        missing = max(0, -surplus)
+        creations = min(missing, POD_CREATE_WINDOW)
+        if not duplicates and not victims and not creations:
+            return set()
+        ctx.expectations.expect(ctx.key, creations=creations, deletions=len(duplicates) + len(victims))
+        if duplicates:
+            await self._report_duplicates(ctx, duplicates)
+            await self._delete(ctx, sorted(duplicate_names), creations, "to free a duplicated pod index")
+        if victims:
+            await self._delete(ctx, victims, creations, "on scale-in")
+        if creations:
+            await self._create(ctx, keep, creations)
+            if missing > creations:
+                ctx.requeue_after(CONTINUE_AFTER)
+        return duplicate_names | set(victims)
+
+    @staticmethod
+    async def _report_duplicates(ctx: PclqContext, duplicates: list[Mapping[str, Any]]) -> None:
+        """One Warning Event per duplicated index (the message is stable, so repeats aggregate)."""
+        indices = [i for p in duplicates if (i := scalein.pod_index(p)) is not None]
+        for index in sorted(set(indices)):
+            await ctx.recorder.warning(
+                ctx.raw,
+                "DuplicatePodIndex",
+                f"pod index {index} was held by {1 + indices.count(index)} pods (most likely a create that "
+                "succeeded although its response was lost); deleting all but one",
+            )
+
     async def _create(self, ctx: PclqContext, active: list[Obj], count: int) -> None:
+        """Create `count` pods at the lowest free indices, in slow-start batches."""
         pcs: PodCliqueSet = ctx.extra[PCS]
         indices = scalein.lowest_free_indices(active, count)
-        ctx.expectations.expect_creations(ctx.key, count)
         outcome = await run_slow_start([partial(self._create_one, ctx, pcs, i) for i in indices])
         created = outcome.succeeded
         if outcome.failed:
             ctx.expectations.lower(ctx.key, creations=len(outcome.failed) + outcome.skipped)
             if created:
                 await ctx.recorder.normal(ctx.raw, "PodCreated", f"Created {len(created)} pod(s)")
-            raise ComponentError(error_code(self.name), "create", repr(outcome.failed[0]))
+            generate_name = gnames.pod_generate_name(ctx.key.name)
+            raise ComponentError(error_code(self.name), "create", describe(outcome.failed[0], generate_name))
         await ctx.recorder.normal(ctx.raw, "PodCreated", f"Created {len(created)} pod(s): {', '.join(created[:5])}")
 
     async def _create_one(self, ctx: PclqContext, pcs: PodCliqueSet, index: int) -> str:
@@ -131,19 +165,18 @@ class Pods:
         created = await ctx.client.create(PODS, pod, ctx.namespace)
         return str(created["metadata"]["name"])
 
-    async def _scale_in(self, ctx: PclqContext, active: list[Obj], count: int) -> None:
-        current_hash = (ctx.owner.metadata.labels or {}).get(glabels.LABEL_POD_TEMPLATE_HASH)
-        victims = scalein.scale_in_victims(active, count, current_hash)
-        ctx.expectations.expect_deletions(ctx.key, len(victims))
+    async def _delete(self, ctx: PclqContext, names: list[str], pending_creations: int, why: str) -> None:
+        """Delete `names`; on a failure give back the expectations never to be met (these creations included)."""
         results = await asyncio.gather(
-            *(delete_if_exists(ctx.client, PODS, name, ctx.namespace) for name in victims), return_exceptions=True
+            *(delete_if_exists(ctx.client, PODS, name, ctx.namespace) for name in names), return_exceptions=True
         )
         missing = sum(1 for r in results if r is False)
         failures = [r for r in results if isinstance(r, BaseException)]
         ctx.expectations.lower(ctx.key, deletions=missing + len(failures))
-        await ctx.recorder.normal(ctx.raw, "PodDeleted", f"Deleted {len(victims) - len(failures)} pod(s) on scale-in")
+        await ctx.recorder.normal(ctx.raw, "PodDeleted", f"Deleted {len(names) - len(failures)} pod(s) {why}")
         if failures:
-            raise ComponentError(error_code(self.name), "delete", repr(failures[0]))
+            ctx.expectations.lower(ctx.key, creations=pending_creations)
+            raise ComponentError(error_code(self.name), "delete", describe(failures[0]))
 
     async def _lift_gates(self, ctx: PclqContext, active: list[Obj]) -> Result | None:
         labels = ctx.owner.metadata.labels or {}
@@ -155,7 +188,7 @@ class Pods:
             for group in base.spec.pod_groups:
                 raw = ctx.cache.get(PODCLIQUES, ObjectKey(ctx.namespace, group.name))
                 if raw is not None:
-                    base_pclqs[group.name] = parsed.parse(PodClique, raw)
+                    base_pclqs[group.name] = ctx.parsed.parse(PodClique, raw)
         decision = gates.pods_to_ungate(ctx.owner, active, gang, base, base_pclqs)
         by_name = {p["metadata"]["name"]: p for p in active}
         # Gate removals are small idempotent patches that are rarely refused, so they start wider than creations: the
@@ -180,7 +213,7 @@ class Pods:
         if not name:
             return None
         raw = ctx.cache.get(PODGANGS, ObjectKey(ctx.namespace, name))
-        return parsed.parse(PodGang, raw) if raw is not None else None
+        return ctx.parsed.parse(PodGang, raw) if raw is not None else None
 
     async def delete(self, ctx: PclqContext) -> None:
         """Delete every pod of the PodClique."""

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from grove_api import PodCliqueSet
 from grove_api import labels as glabels
-from grove_operator.components import PODCLIQUESETS, PODGANGS, controller_owner, managed
-from grove_operator.config import OperatorConfig
-from grove_runtime.cache import Cache
-from grove_runtime.events import EventRecorder
+from grove_operator.kinds import PODCLIQUESETS, PODGANGS
+from grove_operator.reconcile.context import Deps
+from grove_operator.reconcile.ownership import controller_owner, managed
 from grove_runtime.keys import ObjectKey, Result
 
 __all__ = ["PodGangReconciler"]
@@ -23,10 +22,10 @@ __all__ = ["PodGangReconciler"]
 class PodGangReconciler:
     """Checks one PodGang's parent and scheduler backend."""
 
-    def __init__(self, cache: Cache, recorder: EventRecorder, config: OperatorConfig) -> None:
-        self.cache = cache
-        self.recorder = recorder
-        self.config = config
+    def __init__(self, deps: Deps) -> None:
+        self.cache = deps.cache
+        self.recorder = deps.recorder
+        self.config = deps.config
 
     async def reconcile(self, key: ObjectKey) -> Result:
         """Get → (no delete flow: no finalizer) → checks."""

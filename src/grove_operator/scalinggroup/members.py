@@ -2,34 +2,28 @@
 
 Each PCSG replica `j < spec.replicas` gets one PodClique per member clique, `<pcsg>-<j>-<clique>`, built from the
 PodCliqueSet template (keeping the live `spec.replicas` of existing ones). Scale-in removes the highest replica
-indices: every member PodClique whose replica index is no longer expected is deleted (its pods follow via GC).
+indices: every member PodClique whose replica index is no longer wanted is deleted (its pods follow via GC).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Iterable
 from typing import Any
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
-from grove_operator import parsed
-from grove_operator.components import (
-    INDEX_PCSG,
-    PODCLIQUES,
-    SyncContext,
-    controlled_children,
-    create_or_patch,
-    delete_if_exists,
-)
+from grove_api import names as gnames
 from grove_operator.desired.podclique import build_pcsg_member_podclique
-from grove_operator.desired.scalinggroup import member_podclique_names
-from grove_operator.podcliqueset.components._common import bounded
-from grove_runtime.keys import ObjectKey, Result
+from grove_operator.kinds import INDEX_PCSG, PODCLIQUES
+from grove_operator.reconcile.childset import IndexedChildSet, IndexedSlots, Slot
+from grove_operator.reconcile.context import SyncContext
+from grove_operator.reconcile.failures import SpecError
+from grove_operator.reconcile.ownership import controlled_children
 
 __all__ = ["PCS", "MemberPodCliques", "PcsgContext", "member_podcliques"]
 
 PcsgContext = SyncContext[PodCliqueScalingGroup]
 PCS = "pcs"
+"""`ctx.extra` key of the parent PodCliqueSet (defaulted model)."""
 Obj = dict[str, Any]
 
 
@@ -38,45 +32,28 @@ def member_podcliques(ctx: PcsgContext) -> list[Obj]:
     return controlled_children(ctx, PODCLIQUES, INDEX_PCSG)
 
 
-@dataclass(frozen=True)
-class MemberPodCliques:
-    """Create-or-patch the member PodCliques of replicas `0..replicas-1`, delete the others."""
+class MemberPodCliques(IndexedChildSet[PodCliqueScalingGroup]):
+    """The member PodCliques `<pcsg>-<j>-<clique>` of replicas `0..replicas-1`."""
 
-    name: str = "pcsg-podclique"
+    name = "pcsg-podclique"
+    rt = PODCLIQUES
+    noun = "PodClique"
+    naming = staticmethod(gnames.pcsg_member_pclq_name)
 
-    def existing_names(self, ctx: PcsgContext) -> list[str]:
+    def view(self, ctx: PcsgContext) -> IndexedSlots:
+        """The PCSG's replicas times its `cliqueNames`."""
+        return IndexedSlots(ctx.key.name, ctx.owner.spec.replicas, tuple(ctx.owner.spec.clique_names))
+
+    def existing(self, ctx: PcsgContext) -> Iterable[Obj]:
         """Cached member PodCliques."""
-        return [o["metadata"]["name"] for o in member_podcliques(ctx)]
+        return member_podcliques(ctx)
 
-    async def sync(self, ctx: PcsgContext) -> Result | None:
-        """Converge the member PodCliques, highest replica indices removed first on scale-in."""
-        pcsg = ctx.owner
-        expected = [
-            (j, clique, name)
-            for j in range(pcsg.spec.replicas)
-            for clique, name in zip(
-                pcsg.spec.clique_names, member_podclique_names(ctx.key.name, pcsg.spec.clique_names, j), strict=True
-            )
-        ]
-        wanted = {name for _, _, name in expected}
-        stale = sorted((n for n in self.existing_names(ctx) if n not in wanted), reverse=True)
-        await bounded(partial(self._delete_one, ctx, n) for n in stale)
-        await bounded(partial(self._sync_one, ctx, j, clique, name) for j, clique, name in expected)
-        return None
-
-    async def _sync_one(self, ctx: PcsgContext, replica: int, clique: str, name: str) -> None:
+    def build(self, ctx: PcsgContext, view: IndexedSlots, key: Slot, existing: Obj | None) -> Obj:
+        """The member from the PodCliqueSet template; a clique the template lacks is a spec error, not a crash."""
         pcs: PodCliqueSet = ctx.extra[PCS]
-        raw = ctx.cache.get(PODCLIQUES, ObjectKey(ctx.namespace, name))
-        existing = parsed.parse(PodClique, raw) if raw is not None else None
-        desired = build_pcsg_member_podclique(pcs, ctx.owner, replica, clique, existing)
-        outcome, _ = await create_or_patch(ctx, PODCLIQUES, desired, raw, component=self.name)
-        if outcome == "created":
-            await ctx.recorder.normal(ctx.raw, "PodCliqueCreated", f"Created PodClique {name}")
-
-    async def _delete_one(self, ctx: PcsgContext, name: str) -> None:
-        if await delete_if_exists(ctx.client, PODCLIQUES, name, ctx.namespace):
-            await ctx.recorder.normal(ctx.raw, "PodCliqueDeleted", f"Deleted PodClique {name}")
-
-    async def delete(self, ctx: PcsgContext) -> None:
-        """Delete every member PodClique."""
-        await bounded(partial(self._delete_one, ctx, n) for n in self.existing_names(ctx))
+        live = ctx.parsed.parse(PodClique, existing) if existing is not None else None
+        try:
+            return build_pcsg_member_podclique(pcs, ctx.owner, key[0], key[1], live)
+        except ValueError as exc:
+            field = f"spec.cliqueNames[{view.entries.index(key[1])}]"
+            raise SpecError(f"{field}: {exc}", operation="sync") from exc

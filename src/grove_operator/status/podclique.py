@@ -13,7 +13,7 @@ from typing import Any
 
 from grove_api import CONDITION_MIN_AVAILABLE_BREACHED, CONDITION_PODCLIQUE_SCHEDULED, PodClique
 from grove_api import labels as glabels
-from grove_operator.desired._layout import is_terminating
+from grove_operator.desired.layout import is_terminating
 from grove_operator.status._conditions import set_condition
 
 __all__ = [

@@ -21,7 +21,7 @@ from grove_api import (
 from grove_api import labels as glabels
 from grove_api import names as gnames
 from grove_operator.desired import topology
-from grove_operator.desired._layout import scaling_group_configs, standalone_cliques
+from grove_operator.desired.layout import replica_indices, scaling_group_configs, standalone_cliques
 from grove_operator.status._conditions import set_condition
 from grove_operator.status.scalinggroup import pclq_fully_updated
 
@@ -64,12 +64,13 @@ def compute_podcliqueset_status(
     pcsg_by_name = {g.metadata.name or "": g for g in pcsgs if g.metadata.deletion_timestamp is None}
     template = pcs.spec.template
     replicas = pcs.spec.replicas or 0
-    available = updated = 0
-    updated_pclqs = total_pclqs = updated_pcsgs = total_pcsgs = 0
-    for i in range(replicas):
+    standalone = standalone_cliques(template)
+    groups = scaling_group_configs(template)
+    available = updated = updated_pclqs = updated_pcsgs = 0
+    # Only replicas that have children can be available or updated: walk those, never `range(replicas)`.
+    for i in sorted(replica_indices(pcs_name, [*pclq_by_name, *pcsg_by_name], replicas)):
         replica_available = replica_updated = True
-        for clique in standalone_cliques(template):
-            total_pclqs += 1
+        for clique in standalone:
             pclq = pclq_by_name.get(gnames.standalone_pclq_name(pcs_name, i, clique.name))
             ready = pclq.status.ready_replicas if pclq is not None and pclq.status is not None else 0
             if pclq is None or ready < pclq.spec.effective_min_available():
@@ -77,8 +78,7 @@ def compute_podcliqueset_status(
             fully = pclq is not None and pclq_fully_updated(pclq, pcs_hash)
             updated_pclqs += int(fully)
             replica_updated = replica_updated and fully
-        for group in scaling_group_configs(template):
-            total_pcsgs += 1
+        for group in groups:
             pcsg = pcsg_by_name.get(gnames.pcsg_name(pcs_name, i, group.name))
             pcsg_available = pcsg.status.available_replicas if pcsg is not None and pcsg.status is not None else 0
             if pcsg is None or pcsg_available < pcsg.spec.effective_min_available():
@@ -93,6 +93,9 @@ def compute_podcliqueset_status(
             replica_updated = replica_updated and fully
         available += int(replica_available)
         updated += int(replica_available and replica_updated)
+    if not standalone and not groups:
+        available = updated = replicas  # replicas without cliques have nothing to wait for
+    total_pclqs, total_pcsgs = replicas * len(standalone), replicas * len(groups)
     status.update(
         replicas=replicas,
         availableReplicas=available,

@@ -20,6 +20,7 @@ from grove_api import (
 )
 from grove_api import labels as glabels
 from grove_operator import hashing
+from grove_operator.desired.layout import replica_indices
 from grove_operator.desired.scalinggroup import member_podclique_names
 from grove_operator.status._conditions import condition_status, set_condition
 
@@ -67,13 +68,14 @@ def compute_scaling_group_status(
         for c in pcsg.spec.clique_names
         if (tmpl := template.clique(c)) is not None
     }
-    scheduled = available = updated = not_in_breach = 0
+    scheduled = available = updated = not_in_breach = complete_replicas = 0
     all_converged = True
-    for j in range(pcsg.spec.replicas):
+    # Only replicas with member PodCliques can count: walk those, never `range(spec.replicas)`.
+    for j in sorted(replica_indices(name, by_name, pcsg.spec.replicas)):
         members = [by_name.get(n) for n in member_podclique_names(name, pcsg.spec.clique_names, j)]
         present = [m for m in members if m is not None]
         complete = len(present) == len(members)
-        all_converged = all_converged and complete
+        complete_replicas += int(complete)
         for member, clique_name in zip(members, pcsg.spec.clique_names, strict=True):
             if member is not None and (member.metadata.labels or {}).get(
                 glabels.LABEL_POD_TEMPLATE_HASH
@@ -95,6 +97,7 @@ def compute_scaling_group_status(
         available += 1
         if all(pclq_fully_updated(m, pcs_hash) for m in present):
             updated += 1
+    all_converged = all_converged and complete_replicas == pcsg.spec.replicas
     status.update(
         replicas=pcsg.spec.replicas,
         scheduledReplicas=scheduled,

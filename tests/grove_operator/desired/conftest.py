@@ -12,7 +12,7 @@ import yaml
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
 from grove_operator import defaults
-from grove_operator.desired import _layout, pod, podclique, scalinggroup
+from grove_operator.desired import layout, pod, podclique, scalinggroup
 
 from ...fixtures.samples import sample_files, sample_path
 
@@ -44,11 +44,11 @@ def build_hierarchy(pcs: PodCliqueSet, image: str = "grove-initc:test") -> Hiera
     result = Hierarchy(pcs)
     name = pcs.metadata.name or ""
     for i in range(pcs.spec.replicas or 0):
-        for clique in _layout.standalone_cliques(pcs.spec.template):
+        for clique in layout.standalone_cliques(pcs.spec.template):
             obj = podclique.build_standalone_podclique(pcs, i, clique.name)
             obj["metadata"]["uid"] = f"uid-{obj['metadata']['name']}"
             result.pclqs[obj["metadata"]["name"]] = PodClique.model_validate(obj)
-        for group in _layout.scaling_group_configs(pcs.spec.template):
+        for group in layout.scaling_group_configs(pcs.spec.template):
             obj = scalinggroup.build_scaling_group(pcs, i, group.name)
             obj["metadata"]["uid"] = f"uid-{obj['metadata']['name']}"
             pcsg = PodCliqueScalingGroup.model_validate(obj)

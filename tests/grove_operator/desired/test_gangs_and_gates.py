@@ -7,6 +7,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from grove_api import PodClique, PodCliqueSet, PodGang
 from grove_api import labels as gl
 from grove_operator.desired import gates, podgang
@@ -133,3 +136,26 @@ def test_scale_out_of_pcsg_adds_scaled_gangs(sample: LoadSample) -> None:
     assert [p.name for p in podgang.expected_podgangs(pcs, {"multinode-aggregated-0-model-instance": 1})] == [
         "multinode-aggregated-0"
     ]
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    replicas=st.integers(0, 6),
+    live=st.dictionaries(st.integers(0, 8), st.integers(0, 7), max_size=6),
+)
+def test_gang_planner_counts_names_and_parses_back_what_it_enumerates(
+    sample: LoadSample, replicas: int, live: dict[int, int]
+) -> None:
+    """`count` equals the number of `gang_keys` (so a full set skips the walk), every key's name parses back to
+    it and is wanted, and a replica index past `spec.replicas` is not."""
+    pcs = sample(MULTI).model_copy(deep=True)
+    pcs.spec.replicas = replicas
+    group = pcs.spec.template.pod_clique_scaling_groups[0].name  # type: ignore[index]
+    live_replicas = {f"{pcs.metadata.name}-{i}-{group}": n for i, n in live.items()}
+    planner = podgang.GangPlanner(pcs, live_replicas)
+    keys = list(planner.gang_keys())
+    assert planner.count() == len(keys)
+    for key in keys:
+        assert planner.key_of(planner.name(key)) == key
+        assert planner.wanted(key)
+    assert not planner.wanted(podgang.GangKey(replicas))

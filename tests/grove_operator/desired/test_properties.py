@@ -92,3 +92,39 @@ def test_group_pods_by_gang_partitions(states: list[dict[str, Any]]) -> None:
     assert sum(len(v) for v in grouped.values()) == len(pods)
     for gang, members in grouped.items():
         assert podgang.pod_references(gang, members) == podgang.pod_references(gang, pods)
+
+
+holders = st.lists(
+    st.tuples(st.integers(0, 4), st.integers(0, 3), st.booleans(), st.booleans()), max_size=12
+)  # (index, creation second, bound, ready)
+
+
+@given(holders=holders)
+def test_duplicate_index_pods_leave_every_index_held_once_by_its_best_holder(
+    holders: list[tuple[int, int, bool, bool]],
+) -> None:
+    """Dropping the duplicates keeps every index exactly once, loses none, and keeps the holder scale-in would
+    delete last: a bound, ready pod over a pending one, the oldest among equals."""
+    pods = [
+        {
+            "metadata": {
+                "name": f"p{n}",
+                "creationTimestamp": f"2026-01-01T00:00:0{second}Z",
+                "labels": {gl.LABEL_PODCLIQUE_POD_INDEX: str(index)},
+            },
+            "spec": {"hostname": f"w-{index}", **({"nodeName": "n"} if bound else {})},
+            "status": {
+                "phase": "Running" if bound else "Pending",
+                "conditions": [{"type": "Ready", "status": "True" if ready and bound else "False"}],
+            },
+        }
+        for n, (index, second, bound, ready) in enumerate(holders)
+    ]
+    duplicates = scalein.duplicate_index_pods(pods)
+    kept = [p for p in pods if p not in duplicates]
+    kept_indices = [scalein.pod_index(p) for p in kept]
+    assert sorted(kept_indices, key=str) == sorted({scalein.pod_index(p) for p in pods}, key=str)
+    assert len(kept_indices) == len(set(kept_indices))
+    for pod in duplicates:
+        survivor = next(p for p in kept if scalein.pod_index(p) == scalein.pod_index(pod))
+        assert scalein.scale_in_victims([pod, survivor], 1) == [pod["metadata"]["name"]]

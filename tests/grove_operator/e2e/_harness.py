@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from grove_operator.components import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
 from grove_operator.config import OperatorConfig
+from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
 from grove_operator.wiring import OperatorApp, build
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import PODS

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from grove_operator.components import PODCLIQUES, PODCLIQUESETS, PODGANGS
+from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
 from grove_runtime import errors
 from grove_runtime.client import KubeClient
+from grove_runtime.keys import ObjectKey
 from grove_runtime.resources import EVENTS, PODS
 
 from ._harness import OperatorThread, create_pcs, items, live_pods, load_sample, wait_for
 
 Obj = dict[str, Any]
 AGG = "user-guide/01_core-concepts/single-node-aggregated.yaml"
+MULTI = "user-guide/01_core-concepts/multi-node-aggregated.yaml"
 
 
 def _user_podclique(name: str, namespace: str, **metadata: Any) -> Obj:
@@ -146,3 +148,58 @@ async def test_podclique_with_missing_parent_is_reported(
     assert errors_[0]["code"] == "ERR_MISSING_PARENT"
     pods = await items(kube, PODS, namespace)
     assert not [p for p in pods if p["metadata"]["labels"].get("grove.io/podclique") == "ghost-0-x"]
+
+
+async def test_scaling_group_naming_an_unknown_clique_is_reported_once_and_not_retried(
+    operator: OperatorThread, kube: KubeClient, namespace: str
+) -> None:
+    """A scaling group naming a clique the template lacks (valid by the CRD) gives the PodCliqueSet a lastErrors
+    entry naming the field and a Warning Event, and creates nothing; nothing is retried in a loop (issue #13, 5:
+    it used to raise ValueError on every retry, silently)."""
+    pcs = load_sample(MULTI)
+    pcs["spec"]["template"]["podCliqueScalingGroups"][0]["cliqueNames"] = ["leader", "nosuch"]
+    await create_pcs(kube, namespace, pcs)
+    name = pcs["metadata"]["name"]
+
+    async def last_errors() -> list[Obj] | None:
+        obj = await kube.get(PODCLIQUESETS, name, namespace)
+        return (obj.get("status") or {}).get("lastErrors")
+
+    [error] = await wait_for(last_errors, "lastErrors on the PodCliqueSet")
+    assert error["code"] == "ERR_INVALID_SPEC"
+    assert "spec.template.podCliqueScalingGroups[0].cliqueNames[1]" in error["description"]
+    assert "nosuch" in error["description"]
+    event = await wait_for(lambda: _event(kube, namespace, name, "InvalidSpec"), "InvalidSpec event")
+    assert event["type"] == "Warning"
+    assert "cliqueNames[1]" in event["message"]
+    assert await items(kube, PODCLIQUESCALINGGROUPS, namespace) == []
+    assert await items(kube, PODCLIQUES, namespace) == []
+    assert operator.app is not None
+    queue = operator.app.controllers["podcliqueset"].queue
+    assert operator.call(lambda: queue.num_requeues(ObjectKey(namespace, name))) == 0, "retried with backoff"
+
+
+async def test_repeated_pod_creation_failures_aggregate_into_one_event(
+    operator: OperatorThread, kube: KubeClient, namespace: str
+) -> None:
+    """A pod the API server refuses on every retry (no image) gives one ReconcileError Event whose count grows: the
+    refusal names the randomly generated pod, and that name is masked so the message is stable per cause."""
+    pcs = load_sample(AGG)
+    for container in pcs["spec"]["template"]["cliques"][0]["spec"]["podSpec"]["containers"]:
+        container.pop("image", None)
+    await create_pcs(kube, namespace, pcs)
+    pclq = "single-node-aggregated-0-model-worker"
+
+    async def repeated() -> list[Obj] | None:
+        events = [
+            e
+            for e in await items(kube, EVENTS, namespace)
+            if e["involvedObject"]["name"] == pclq and e["reason"] == "ReconcileError"
+        ]
+        return events if any(e.get("count", 1) >= 3 for e in events) else None
+
+    events = await wait_for(repeated, "a ReconcileError Event counted three times")
+    assert len(events) == 1, [e["message"] for e in events]
+    assert f"{pclq}-*" in events[0]["message"]
+    assert "spec.containers[0].image" in events[0]["message"]
+    assert await live_pods(kube, namespace) == []

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from grove_api import labels as glabels
-from grove_operator.components import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODGANGS
+from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODGANGS
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import HPAS, SERVICES
 

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from grove_api import labels as glabels
-from grove_operator.components import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
+from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
 from grove_runtime.client import KubeClient
-from grove_runtime.resources import HPAS, PODS
+from grove_runtime.resources import HPAS, PODS, SERVICES
 
 from ._harness import OperatorThread, create_pcs, live_pods, load_sample, names, wait_for
 
@@ -173,3 +173,22 @@ async def test_hpas_follow_pcs_replicas(operator: OperatorThread, kube: KubeClie
 
 async def _hpa_names(kube: KubeClient, namespace: str, want: list[str]) -> bool:
     return await names(kube, HPAS, namespace) == sorted(want)
+
+
+async def test_headless_services_of_removed_replicas_are_deleted(
+    operator: OperatorThread, kube: KubeClient, namespace: str, kubectl: Callable[..., Any]
+) -> None:
+    """`kubectl scale pcs` 3 → 1 leaves exactly one headless Service, and back up to 2 recreates the second
+    (issue #13, 4: the Services of removed replicas used to stay forever)."""
+    await create_pcs(kube, namespace, load_sample("simple/simple1.yaml"))
+
+    async def services(want: list[str]) -> bool:
+        return await names(kube, SERVICES, namespace) == want
+
+    await wait_for(lambda: services(["simple1-0"]), "the Service of replica 0")
+    kubectl("scale", "pcs", "simple1", "--replicas=3", "-n", namespace)
+    await wait_for(lambda: services(["simple1-0", "simple1-1", "simple1-2"]), "the Services of three replicas")
+    kubectl("scale", "pcs", "simple1", "--replicas=1", "-n", namespace)
+    await wait_for(lambda: services(["simple1-0"]), "the Services of replicas 1 and 2 deleted")
+    kubectl("scale", "pcs", "simple1", "--replicas=2", "-n", namespace)
+    await wait_for(lambda: services(["simple1-0", "simple1-1"]), "the Service of replica 1 recreated")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from grove_api import labels as glabels
-from grove_operator.components import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS
+from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import NODES
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grove_operator.components import PODCLIQUES, PODGANGS
+from grove_operator.kinds import PODCLIQUES, PODGANGS
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import SERVICES
 

@@ -7,7 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove_operator.components import ComponentError, is_subset, last_errors, status_patch
+from grove_operator.reconcile.compare import is_subset
+from grove_operator.reconcile.failures import ComponentError, last_errors
+from grove_operator.reconcile.writes import status_patch
 from grove_runtime.clock import FakeClock
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=3))

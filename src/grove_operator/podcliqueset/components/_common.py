@@ -1,57 +1,55 @@
-"""Cache lookups shared by the PodCliqueSet components: the children of one PCS, by kind and component label.
+"""What the PodCliqueSet's components share: the context type and "which of my children exist?".
 
-Why: every component must answer "which of my children exist?" from the informer cache in the same way (the
-`app.kubernetes.io/part-of` index, scoped to the namespace, then the component label and our owner uid), so
-a user object that merely shares the labels is never adopted or deleted.
+Every component answers that question from the informer cache the same way (the `app.kubernetes.io/part-of`
+index, scoped to the namespace, then the component label and our owner uid), so a user object that merely shares
+the labels is never adopted or deleted.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from abc import abstractmethod
+from collections.abc import Hashable, Iterable
+from typing import Any, ClassVar
 
-from grove_api import PodCliqueSet
-from grove_api import labels as glabels
-from grove_operator.components import INDEX_PART_OF, SyncContext, controller_owner
-from grove_runtime.keys import ObjectKey
+from grove_api import PodCliqueSet, PodCliqueSetTemplateSpec
+from grove_operator.kinds import INDEX_PART_OF
+from grove_operator.reconcile.childset import IndexedChildSet, IndexedSlots
+from grove_operator.reconcile.context import SyncContext
+from grove_operator.reconcile.ownership import controlled_children
 from grove_runtime.resources import ResourceType
 
-__all__ = ["PcsContext", "bounded", "cached", "children"]
+__all__ = ["TOPOLOGIES", "PcsContext", "PcsIndexedChildSet", "children", "spec_fingerprint"]
 
 Obj = dict[str, Any]
-T = TypeVar("T")
 PcsContext = SyncContext[PodCliqueSet]
+TOPOLOGIES = "topologies"
+"""`ctx.extra` key of the ClusterTopologyBindings by name (read once per reconcile by the reconciler)."""
 
 
 def children(ctx: PcsContext, rt: ResourceType, component: str | None = None) -> list[Obj]:
     """Cached objects of `rt` that are part of this PCS, controlled by it and (optionally) of `component`."""
-    uid = ctx.owner.metadata.uid
-    out: list[Obj] = []
-    for obj in ctx.cache.by_index(rt, INDEX_PART_OF, f"{ctx.namespace}/{ctx.key.name}"):
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        if component is not None and labels.get(glabels.LABEL_COMPONENT) != component:
-            continue
-        owner = controller_owner(obj)
-        if owner is not None and owner.get("uid") == uid:
-            out.append(obj)
-    return out
+    return controlled_children(ctx, rt, INDEX_PART_OF, component)
 
 
-def cached(ctx: PcsContext, rt: ResourceType, name: str) -> Obj | None:
-    """The cached object `name` in the PCS namespace."""
-    return ctx.cache.get(rt, ObjectKey(ctx.namespace, name))
+def spec_fingerprint(ctx: PcsContext) -> Hashable | None:
+    """What a child built from the PCS spec alone depends on: its uid and generation (None before the first)."""
+    generation = ctx.owner.metadata.generation
+    return None if generation is None else (ctx.owner.metadata.uid, generation)
 
 
-async def bounded(calls: Iterable[Callable[[], Awaitable[T]]], limit: int = 32) -> list[T]:
-    """Run `calls` concurrently, at most `limit` at a time (a 500-replica PCS means 1,000 writes).
+class PcsIndexedChildSet(IndexedChildSet[PodCliqueSet]):
+    """Children `<pcs>-<i>-<entry>` per PCS replica `i` and template entry, found by their component label."""
 
-    Calls are factories, so nothing is created that a cancellation could leave un-awaited.
-    """
-    semaphore = asyncio.Semaphore(limit)
+    component_label: ClassVar[str]
 
-    async def one(call: Callable[[], Awaitable[T]]) -> T:
-        async with semaphore:
-            return await call()
+    @abstractmethod
+    def entries(self, template: PodCliqueSetTemplateSpec) -> tuple[str, ...]:
+        """The template entries that get a child per replica, in template order."""
 
-    return list(await asyncio.gather(*(one(c) for c in calls)))
+    def view(self, ctx: PcsContext) -> IndexedSlots:
+        """The PCS's replicas times the entries."""
+        return IndexedSlots(ctx.key.name, ctx.owner.spec.replicas or 0, self.entries(ctx.owner.spec.template))
+
+    def existing(self, ctx: PcsContext) -> Iterable[Obj]:
+        """Cached children of the PCS with this component label."""
+        return children(ctx, self.rt, self.component_label)

@@ -13,9 +13,10 @@ from typing import Any
 
 from grove_api import PodCliqueSet
 from grove_api import names as gnames
-from grove_operator.components import create_or_patch, delete_if_exists
 from grove_operator.desired import rbac
-from grove_operator.podcliqueset.components._common import PcsContext, cached
+from grove_operator.podcliqueset.components._common import PcsContext
+from grove_operator.reconcile.ownership import cached
+from grove_operator.reconcile.writes import create_or_patch, delete_if_exists
 from grove_runtime.keys import Result
 from grove_runtime.resources import ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, ResourceType
 

@@ -6,58 +6,32 @@ are refreshed; groups of removed replicas are deleted (their member PodCliques f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import partial
-
-from grove_api import PodCliqueScalingGroup
+from grove_api import PodCliqueScalingGroup, PodCliqueSetTemplateSpec
 from grove_api import labels as glabels
-from grove_operator import parsed
-from grove_operator.components import PODCLIQUESCALINGGROUPS, create_or_patch, delete_if_exists
-from grove_operator.desired._layout import scaling_group_configs
+from grove_api import names as gnames
+from grove_operator.desired.layout import scaling_group_configs
 from grove_operator.desired.scalinggroup import build_scaling_group
-from grove_operator.podcliqueset.components._common import PcsContext, bounded, cached, children
-from grove_runtime.keys import Result
+from grove_operator.kinds import PODCLIQUESCALINGGROUPS
+from grove_operator.podcliqueset.components._common import Obj, PcsContext, PcsIndexedChildSet
+from grove_operator.reconcile.childset import IndexedSlots, Slot
 
 __all__ = ["ScalingGroups"]
 
 
-@dataclass(frozen=True)
-class ScalingGroups:
-    """Create-or-patch expected PCSGs, delete the rest."""
+class ScalingGroups(PcsIndexedChildSet):
+    """One PCSG per replica and scaling-group config."""
 
-    name: str = "podcliquescalinggroup"
+    name = "podcliquescalinggroup"
+    rt = PODCLIQUESCALINGGROUPS
+    noun = "PodCliqueScalingGroup"
+    component_label = glabels.COMPONENT_PCSG
+    naming = staticmethod(gnames.pcsg_name)
 
-    def existing_names(self, ctx: PcsContext) -> list[str]:
-        """Cached PCSGs of the PCS."""
-        return [o["metadata"]["name"] for o in children(ctx, PODCLIQUESCALINGGROUPS, glabels.COMPONENT_PCSG)]
+    def entries(self, template: PodCliqueSetTemplateSpec) -> tuple[str, ...]:
+        """The scaling-group configs."""
+        return tuple(g.name for g in scaling_group_configs(template))
 
-    async def sync(self, ctx: PcsContext) -> Result | None:
-        """Converge the scaling groups."""
-        work = [
-            (i, g.name)
-            for i in range(ctx.owner.spec.replicas or 0)
-            for g in scaling_group_configs(ctx.owner.spec.template)
-        ]
-        expected = {f"{ctx.key.name}-{i}-{g}" for i, g in work}
-        stale = [n for n in self.existing_names(ctx) if n not in expected]
-        await bounded(partial(self._delete_one, ctx, n) for n in stale)
-        await bounded(partial(self._sync_one, ctx, i, g) for i, g in work)
-        return None
-
-    async def _sync_one(self, ctx: PcsContext, replica: int, group: str) -> None:
-        desired = build_scaling_group(ctx.owner, replica, group)
-        name = str(desired["metadata"]["name"])
-        raw = cached(ctx, PODCLIQUESCALINGGROUPS, name)
-        if raw is not None:
-            desired = build_scaling_group(ctx.owner, replica, group, parsed.parse(PodCliqueScalingGroup, raw))
-        outcome, _ = await create_or_patch(ctx, PODCLIQUESCALINGGROUPS, desired, raw, component=self.name)
-        if outcome == "created":
-            await ctx.recorder.normal(ctx.raw, "PodCliqueScalingGroupCreated", f"Created PodCliqueScalingGroup {name}")
-
-    async def _delete_one(self, ctx: PcsContext, name: str) -> None:
-        if await delete_if_exists(ctx.client, PODCLIQUESCALINGGROUPS, name, ctx.namespace):
-            await ctx.recorder.normal(ctx.raw, "PodCliqueScalingGroupDeleted", f"Deleted PodCliqueScalingGroup {name}")
-
-    async def delete(self, ctx: PcsContext) -> None:
-        """Delete every PCSG of the PCS."""
-        await bounded(partial(self._delete_one, ctx, n) for n in self.existing_names(ctx))
+    def build(self, ctx: PcsContext, view: IndexedSlots, key: Slot, existing: Obj | None) -> Obj:
+        """The PCSG from its config, keeping the live `spec.replicas` of an existing one."""
+        live = ctx.parsed.parse(PodCliqueScalingGroup, existing) if existing is not None else None
+        return build_scaling_group(ctx.owner, key[0], key[1], live)

@@ -7,7 +7,7 @@ the name functions of `grove_api.names`, so the answers cannot drift apart betwe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +25,10 @@ __all__ = [
     "controller_reference",
     "identify_podclique",
     "is_terminating",
+    "replica_indices",
     "scaling_group_configs",
     "scaling_group_identity",
+    "split_indexed_name",
     "standalone_cliques",
 ]
 
@@ -95,44 +97,63 @@ def scaling_group_configs(template: PodCliqueSetTemplateSpec) -> list[PodCliqueS
     return list(template.pod_clique_scaling_groups or ())
 
 
+def split_indexed_name(parent_name: str, name: str) -> tuple[int, str] | None:
+    """`<parent>-<i>` or `<parent>-<i>-<rest>` as (i, rest) (rest "" when absent); None for any other name.
+
+    Every child name Grove derives is built this way (PodCliques, scaling groups, gangs, Services, members), so
+    this is the one place that reads an index back out of a name.
+    """
+    prefix = f"{parent_name}-"
+    if not name.startswith(prefix):
+        return None
+    index, _, rest = name[len(prefix) :].partition("-")
+    return (int(index), rest) if index.isdigit() else None
+
+
 def identify_podclique(pcs: PodCliqueSet, pclq_name: str) -> CliqueInstance | None:
     """Which clique instance of `pcs` a PodClique name denotes, or None if it is not one of its names.
 
     Parsing goes against the template's own clique and group names, so dashes inside names are not ambiguous.
     """
     pcs_name = pcs.metadata.name or ""
-    prefix = f"{pcs_name}-"
-    if not pclq_name.startswith(prefix):
+    split = split_indexed_name(pcs_name, pclq_name)
+    if split is None or not split[1]:
         return None
-    replica_str, _, rest = pclq_name[len(prefix) :].partition("-")
-    if not replica_str.isdigit() or not rest:
-        return None
-    pcs_replica = int(replica_str)
+    pcs_replica, rest = split
     template = pcs.spec.template
     clique = template.clique(rest)
     if clique is not None and template.scaling_group_of(rest) is None:
         return CliqueInstance(pcs_name, pcs_replica, clique)
     for group in scaling_group_configs(template):
-        group_prefix = f"{group.name}-"
-        if not rest.startswith(group_prefix):
+        member_split = split_indexed_name(group.name, rest)
+        if member_split is None:
             continue
-        index_str, _, clique_name = rest[len(group_prefix) :].partition("-")
-        member = template.clique(clique_name)
-        if index_str.isdigit() and member is not None and clique_name in group.clique_names:
-            return CliqueInstance(pcs_name, pcs_replica, member, group, int(index_str))
+        member = template.clique(member_split[1])
+        if member is not None and member.name in group.clique_names:
+            return CliqueInstance(pcs_name, pcs_replica, member, group, member_split[0])
     return None
 
 
 def scaling_group_identity(pcs: PodCliqueSet, pcsg_name: str) -> tuple[int, PodCliqueScalingGroupConfig] | None:
     """The PCS replica index and config a PodCliqueScalingGroup name (`<pcs>-<i>-<pcsg>`) denotes, if any."""
-    prefix = f"{pcs.metadata.name or ''}-"
-    if not pcsg_name.startswith(prefix):
+    split = split_indexed_name(pcs.metadata.name or "", pcsg_name)
+    if split is None:
         return None
-    replica_str, _, config_name = pcsg_name[len(prefix) :].partition("-")
-    if not replica_str.isdigit():
-        return None
-    config = next((g for g in scaling_group_configs(pcs.spec.template) if g.name == config_name), None)
-    return None if config is None else (int(replica_str), config)
+    config = next((g for g in scaling_group_configs(pcs.spec.template) if g.name == split[1]), None)
+    return None if config is None else (split[0], config)
+
+
+def replica_indices(parent_name: str, child_names: Iterable[str], replicas: int) -> set[int]:
+    """The replica indices below `replicas` of children named `<parent>-<i>-...` (a PCS's or a PCSG's).
+
+    Status rollups walk these instead of `range(replicas)`: a replica without children has nothing to count.
+    """
+    found: set[int] = set()
+    for name in child_names:
+        split = split_indexed_name(parent_name, name)
+        if split is not None and split[0] < replicas:
+            found.add(split[0])
+    return found
 
 
 def controller_reference(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:

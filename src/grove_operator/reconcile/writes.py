@@ -1,0 +1,124 @@
+"""The write rules every component follows, so no two writers of the operator fight over an object.
+
+Reads come from the cache; creates tolerate AlreadyExists; updates are JSON merge patches without a
+resourceVersion (so they never fight a concurrent writer over unrelated fields); deletes tolerate NotFound; status
+goes through the status subresource only, and only when it changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from grove_operator.reconcile.compare import merge_patch_for
+from grove_operator.reconcile.context import SyncContext
+from grove_runtime import errors
+from grove_runtime.client import Client, PatchType
+from grove_runtime.resources import ResourceType
+
+__all__ = [
+    "create_or_patch",
+    "delete_if_exists",
+    "ensure_finalizer",
+    "remove_finalizer",
+    "status_patch",
+    "write_status",
+]
+
+Obj = dict[str, Any]
+
+
+async def create_or_patch(
+    ctx: SyncContext[Any],
+    rt: ResourceType,
+    desired: Obj,
+    existing: Mapping[str, Any] | None,
+    *,
+    component: str,
+    patch_fields: tuple[str, ...] = ("spec",),
+    create_only: bool = False,
+) -> tuple[str, Mapping[str, Any]]:
+    """Create `desired` or merge-patch its labels, annotations and `patch_fields`.
+
+    Returns the outcome (``created``/``patched``/``unchanged``) and the freshest object known (the server's answer,
+    else `existing`). An existing object controlled by someone else is never touched: that raises `ComponentError`.
+    """
+    name = str(desired["metadata"]["name"])
+    if existing is None:
+        try:
+            return "created", await ctx.client.create(rt, desired, ctx.namespace)
+        except errors.AlreadyExists:
+            existing = await ctx.client.get(rt, name, ctx.namespace)
+    if create_only:
+        return "unchanged", existing
+    patch = merge_patch_for(desired, existing, component=component, patch_fields=patch_fields)
+    if patch is None:
+        return "unchanged", existing
+    try:
+        return "patched", await ctx.client.patch(rt, name, patch, ctx.namespace, patch_type=PatchType.MERGE)
+    except errors.NotFound:
+        return "created", await ctx.client.create(rt, desired, ctx.namespace)
+
+
+async def delete_if_exists(client: Client, rt: ResourceType, name: str, namespace: str) -> bool:
+    """Delete one object; False when it was already gone."""
+    try:
+        await client.delete(rt, name, namespace, propagation_policy="Background")
+    except errors.NotFound:
+        return False
+    return True
+
+
+async def remove_finalizer(client: Client, rt: ResourceType, obj: Mapping[str, Any], finalizer: str) -> bool:
+    """Drop `finalizer` from the object; False when it was not there (or the object is gone)."""
+    finalizers = list((obj.get("metadata") or {}).get("finalizers") or ())
+    if finalizer not in finalizers:
+        return False
+    try:
+        await _set_finalizers(client, rt, obj, [f for f in finalizers if f != finalizer])
+    except errors.NotFound:
+        return False
+    return True
+
+
+async def ensure_finalizer(client: Client, rt: ResourceType, obj: Mapping[str, Any], finalizer: str) -> bool:
+    """Add `finalizer` if missing; True when a patch was sent."""
+    finalizers = list((obj.get("metadata") or {}).get("finalizers") or ())
+    if finalizer in finalizers:
+        return False
+    await _set_finalizers(client, rt, obj, [*finalizers, finalizer])
+    return True
+
+
+async def _set_finalizers(client: Client, rt: ResourceType, obj: Mapping[str, Any], finalizers: list[str]) -> None:
+    """Merge-patch the whole finalizer list (an empty one removes the field)."""
+    meta = obj.get("metadata") or {}
+    body = {"metadata": {"finalizers": finalizers or None}}
+    await client.patch(rt, str(meta["name"]), body, str(meta.get("namespace") or ""))
+
+
+def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Obj | None:
+    """The merge patch turning status `old` into `new` (removed keys become null), or None when equal."""
+    old = old or {}
+    if dict(old) == dict(new):
+        return None
+    patch: Obj = dict(new)
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    return patch
+
+
+async def write_status(client: Client, rt: ResourceType, obj: Mapping[str, Any], new_status: Mapping[str, Any]) -> bool:
+    """Write `new_status` through the status subresource if it differs from the object's; True when written."""
+    patch = status_patch(obj.get("status"), new_status)
+    if patch is None:
+        return False
+    meta = obj.get("metadata") or {}
+    try:
+        await client.patch(
+            rt, str(meta["name"]), {"status": patch}, str(meta.get("namespace") or ""), subresource="status"
+        )
+    except errors.NotFound:
+        return False
+    return True
