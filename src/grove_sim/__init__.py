@@ -9,8 +9,8 @@ import only those below it:
   both clients of the registry and independent of each other;
 - ``registry``: the write pipeline every change goes through (create/update/patch/delete, subresources, the
   served kinds);
-- ``storage`` | ``schema``: the versioned store and its watchers; structural schemas and CEL for custom
-  resources;
+- ``storage`` | ``validation`` | ``schema``: the versioned store and its watchers; kube-apiserver's validation of
+  object metadata and the built-in kinds; structural schemas and CEL for custom resources;
 - ``machinery`` | ``cluster``: pure libraries (Status errors, quantities, selectors, patches, JSONPath, Go value
   rendering) and the Node objects of a cluster shape.
 """

@@ -1,6 +1,7 @@
 """The write pipeline of the simulated apiserver: what kube-apiserver's generic registry and strategies do.
 
 ``Core`` implements create/update/patch/delete with optimistic concurrency, generations, finalizers and graceful
-deletion; ``admission`` prepares and validates objects (custom resources through their schema); ``subresources``
-holds binding, scale and finalize; ``resources`` the served kinds.
+deletion; ``defaults`` and ``admission`` default, prepare and validate objects (built-in kinds and metadata through
+``grove_sim.validation``, custom resources through their schema); ``subresources`` holds binding, scale and
+finalize; ``resources`` the served kinds.
 """

@@ -136,9 +136,6 @@ class Core:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generate_name(info, namespace, str(meta["generateName"]))
         name = str(meta.get("name") or "")
-        causes = admission.name_causes(info, name)
-        if causes:
-            raise errors.invalid(info.kind, info.group, name, causes)
         if info.namespaced:
             self.check_namespace(info, namespace, name)
         for field in _SERVER_META:
@@ -149,6 +146,7 @@ class Core:
             meta["generation"] = 1
         if info.custom and info.has_status:
             obj.pop("status", None)
+        admission.apply_defaults(info.key, obj)
         admission.prepare_create(info, obj, meta["creationTimestamp"], self._service_ips)
         self._validate(info, obj, None, strict=strict)
         if self.store.get(info.key, meta.get("namespace", ""), name) is not None:
@@ -176,9 +174,18 @@ class Core:
         obj["kind"] = info.kind
         obj["apiVersion"] = info.group_version
 
-    def _validate(self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, *, strict: bool) -> None:
+    def _validate(
+        self,
+        info: ResourceInfo,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        strict: bool,
+        causes: list[admission.Cause] | None = None,
+    ) -> None:
+        """Raise the 422 (or 400) kube-apiserver would answer for ``obj``, after any ``causes`` found already."""
         name = str(obj["metadata"].get("name", ""))
-        causes = admission.validate_builtin(info, obj)
+        causes = (causes or []) + admission.validation_causes(info, obj, old)
         if info.custom:
             cr_causes, pruned = admission.custom_resource_causes(info, obj, old)
             if pruned and strict:
@@ -279,12 +286,12 @@ class Core:
                         f"found new finalizers []string{{{quoted}}}",
                     )
                 )
-        if info.key == _PODS and subresource is None:
-            causes += admission.pod_update_causes(old, new)
-        if causes:
-            raise errors.invalid(info.kind, info.group, name, causes)
+        if subresource is None:
+            admission.apply_defaults(info.key, new)
         if subresource != "status" or info.custom:
-            self._validate(info, new, old, strict=strict)
+            self._validate(info, new, old, strict=strict, causes=causes)
+        elif causes:
+            raise errors.invalid(info.kind, info.group, name, causes)
         if new == old:
             return old
         if info.has_generation and _spec_changed(old, new, status_counts=not info.has_status):

@@ -1,0 +1,252 @@
+"""Pod validation on create: ``ValidatePodCreate`` (metadata, then ``ValidatePodSpec``), as kube-apiserver does it.
+
+The spec rules beyond containers and volumes (``grove_sim.validation.containers``): restart and DNS policies, node
+selector labels, tolerations, scheduling gates and readiness gates, topology spread constraints, hostname and
+subdomain (DNS-1123 labels), service account, node and priority class names, and ``activeDeadlineSeconds``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from grove_sim.validation.containers import validate_containers, validate_init_containers, validate_volumes
+from grove_sim.validation.field import (
+    Cause,
+    duplicate,
+    forbidden,
+    get_int,
+    get_list,
+    get_map,
+    get_str,
+    get_str_map,
+    invalid,
+    not_supported,
+    required,
+)
+from grove_sim.validation.meta import SUBDOMAIN_NAMES, validate_labels
+from grove_sim.validation.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_VALUE, QUALIFIED_NAME, inclusive_range
+
+__all__ = ["validate_pod", "validate_pod_create", "validate_pod_spec", "validate_tolerations"]
+
+_MAX_INT32: Final = 2**31 - 1
+_RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+_DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+_PREEMPTION_POLICIES: Final = ("PreemptLowerPriority", "Never")
+_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_OPERATORS: Final = ("Equal", "Exists")
+_UNSATISFIABLE: Final = ("DoNotSchedule", "ScheduleAnyway")
+_PER_POD: Final = ("hostname", "subdomain", "nodeName")
+_TEMPLATE_LIMIT: Final = 4096
+_SPECS_PER_TEMPLATE: Final = 8
+_valid_templates: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+"""Specs found valid, without their per-pod fields, by ``_template_key``."""
+
+
+def _qualified(value: str, path: str) -> list[Cause]:
+    return [invalid(path, value, m) for m in QUALIFIED_NAME.errors(value)]
+
+
+def _subdomain_field(spec: dict[str, Any], key: str) -> list[Cause]:
+    value = spec.get(key)
+    if not value or (value.__class__ is str and value in DNS1123_SUBDOMAIN.valid):
+        return []
+    value = get_str(spec, key, "spec")
+    return [invalid(f"spec.{key}", value, m) for m in SUBDOMAIN_NAMES.errors(value, False)]
+
+
+def _label_field(spec: dict[str, Any], key: str) -> list[Cause]:
+    value = spec.get(key)
+    if not value or (value.__class__ is str and value in DNS1123_LABEL.valid):
+        return []
+    value = get_str(spec, key, "spec")
+    return [invalid(f"spec.{key}", value, m) for m in DNS1123_LABEL.errors(value)]
+
+
+def _enum(spec: dict[str, Any], key: str, supported: tuple[str, ...]) -> list[Cause]:
+    if spec.get(key) in supported:
+        return []
+    value = get_str(spec, key, "spec")
+    return [required(f"spec.{key}")] if not value else [not_supported(f"spec.{key}", value, supported)]
+
+
+def validate_tolerations(tolerations: list[dict[str, Any]], path: str) -> list[Cause]:
+    """``ValidateTolerations``."""
+    causes: list[Cause] = []
+    keys = QUALIFIED_NAME.valid
+    for index, toleration in enumerate(tolerations):
+        key = toleration.get("key")
+        if (
+            key.__class__ is str
+            and key in keys
+            and toleration.get("operator") == "Exists"
+            and not toleration.get("value")
+            and toleration.get("effect") in _EFFECTS
+            and toleration.get("tolerationSeconds") is None
+        ):
+            continue
+        at = f"{path}[{index}]"
+        key = get_str(toleration, "key", path)
+        operator = get_str(toleration, "operator", path)
+        effect = get_str(toleration, "effect", path)
+        value = get_str(toleration, "value", path)
+        if key:
+            causes += _qualified(key, f"{at}.key")
+        elif operator != "Exists":
+            detail = 'operator must be Exists when `key` is empty, which means "match all values and all keys"'
+            causes.append(invalid(f"{at}.operator", operator, detail))
+        if get_int(toleration, "tolerationSeconds", path) is not None and effect != "NoExecute":
+            causes.append(invalid(f"{at}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        if operator in ("Equal", ""):
+            messages = LABEL_VALUE.errors(value)
+            if messages:
+                causes.append(invalid(f"{at}.operator", value, ";".join(messages)))
+        elif operator == "Exists":
+            if value:
+                causes.append(invalid(f"{at}.operator", value, "value must be empty when `operator` is 'Exists'"))
+        else:
+            causes.append(not_supported(f"{at}.operator", operator, _OPERATORS))
+        if effect and effect not in _EFFECTS:
+            causes.append(not_supported(f"{at}.effect", effect, _EFFECTS))
+    return causes
+
+
+def _scheduling_gates(gates: list[dict[str, Any]], path: str) -> list[Cause]:
+    """``validateSchedulingGates``: qualified names, no duplicates."""
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for index, gate in enumerate(gates):
+        name = get_str(gate, "name", path)
+        causes += _qualified(name, f"{path}[{index}]")
+        if name in seen:
+            causes.append(duplicate(f"{path}[{index}]", name))
+        seen.add(name)
+    return causes
+
+
+def _readiness_gates(gates: list[dict[str, Any]], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    for index, gate in enumerate(gates):
+        causes += _qualified(get_str(gate, "conditionType", path), f"{path}[{index}].conditionType")
+    return causes
+
+
+def _topology_spread(constraints: list[dict[str, Any]], path: str) -> list[Cause]:
+    """The core of ``validateTopologySpreadConstraints``: skew, key and the unsatisfiable action."""
+    causes: list[Cause] = []
+    keys: set[tuple[str, str]] = set()
+    for index, constraint in enumerate(constraints):
+        at = f"{path}[{index}]"
+        skew = get_int(constraint, "maxSkew", path) or 0
+        if skew <= 0:
+            causes.append(invalid(f"{at}.maxSkew", skew, "must be greater than zero"))
+        key = get_str(constraint, "topologyKey", path)
+        if not key:
+            causes.append(required(f"{at}.topologyKey", "can not be empty"))
+        else:
+            causes += _qualified(key, f"{at}.topologyKey")
+        action = get_str(constraint, "whenUnsatisfiable", path)
+        if action not in _UNSATISFIABLE:
+            causes.append(not_supported(f"{at}.whenUnsatisfiable", action, _UNSATISFIABLE))
+        elif (key, action) in keys:
+            causes.append(duplicate(f"{at}.{{topologyKey, whenUnsatisfiable}}", f"{key}, {action}"))
+        keys.add((key, action))
+    return causes
+
+
+def validate_pod_spec(spec: dict[str, Any]) -> list[Cause]:
+    """``ValidatePodSpec`` for the rules above, in upstream's order."""
+    causes: list[Cause] = []
+    if spec.get("terminationGracePeriodSeconds") is None:
+        causes.append(required("spec.terminationGracePeriodSeconds"))
+    volumes, volume_causes = validate_volumes(get_list(spec, "volumes", "spec"), "spec.volumes")
+    causes += volume_causes
+    containers = get_list(spec, "containers", "spec")
+    causes += validate_containers(containers, volumes, "spec.containers")
+    if spec.get("initContainers"):
+        init = get_list(spec, "initContainers", "spec")
+        causes += validate_init_containers(init, containers, volumes, "spec.initContainers")
+    causes += _enum(spec, "restartPolicy", _RESTART_POLICIES)
+    causes += _enum(spec, "dnsPolicy", _DNS_POLICIES)
+    if spec.get("nodeSelector"):
+        causes += validate_labels(get_str_map(spec, "nodeSelector", "spec"), "spec.nodeSelector")
+    if spec.get("readinessGates"):
+        causes += _readiness_gates(get_list(spec, "readinessGates", "spec"), "spec.readinessGates")
+    if spec.get("schedulingGates"):
+        causes += _scheduling_gates(get_list(spec, "schedulingGates", "spec"), "spec.schedulingGates")
+    if spec.get("topologySpreadConstraints"):
+        spread = get_list(spec, "topologySpreadConstraints", "spec")
+        causes += _topology_spread(spread, "spec.topologySpreadConstraints")
+    causes += _subdomain_field(spec, "serviceAccountName")
+    causes += _subdomain_field(spec, "nodeName")
+    deadline = get_int(spec, "activeDeadlineSeconds", "spec")
+    if deadline is not None and not 1 <= deadline <= _MAX_INT32:
+        causes.append(invalid("spec.activeDeadlineSeconds", deadline, inclusive_range(1, _MAX_INT32)))
+    causes += _label_field(spec, "hostname")
+    causes += _label_field(spec, "subdomain")
+    if spec.get("tolerations"):
+        causes += validate_tolerations(get_list(spec, "tolerations", "spec"), "spec.tolerations")
+    causes += _subdomain_field(spec, "priorityClassName")
+    if spec.get("preemptionPolicy") is not None:
+        causes += _enum(spec, "preemptionPolicy", _PREEMPTION_POLICIES)
+    return causes
+
+
+def _per_pod_causes(spec: dict[str, Any]) -> list[Cause]:
+    """The rules on the fields that differ between pods of one template."""
+    return _label_field(spec, "hostname") + _label_field(spec, "subdomain") + _subdomain_field(spec, "nodeName")
+
+
+def _template_key(shared: dict[str, Any]) -> tuple[Any, ...]:
+    """A cheap hashable summary of a spec: its size, and its first container's image and env values (what tells
+    the pods of different replicas and workloads apart), so that a lookup compares few specs."""
+    containers = shared.get("containers")
+    first = containers[0] if containers.__class__ is list and containers else None
+    if first.__class__ is not dict:
+        return (len(shared),)
+    image = first.get("image")
+    env = first.get("env")
+    values = tuple(v.get("value") for v in env if v.__class__ is dict) if env.__class__ is list else ()
+    try:
+        hash(values)
+    except TypeError:
+        values = ()
+    return len(shared), image if image.__class__ is str else None, values
+
+
+def validate_pod(pod: dict[str, Any]) -> list[Cause]:
+    """``validatePodMetadataAndSpec`` minus metadata (validated for every kind by the caller): create and update.
+
+    Pods made from one template (a workload's replicas) share their spec but for the fields in ``_PER_POD``, so a
+    spec equal to one found valid before, those fields aside, is not examined again; only its own per-pod fields
+    are. Equality is Python's, under which a JSON ``true`` equals ``1``: a boolean where a number belongs, which
+    the full check refuses, passes when an otherwise identical spec was valid before.
+    """
+    spec = get_map(pod, "spec", "")
+    shared = dict(spec)
+    for key in _PER_POD:
+        shared.pop(key, None)
+    template = _template_key(shared)
+    known = _valid_templates.get(template)
+    if known is not None and shared in known:
+        return _per_pod_causes(spec)
+    causes = validate_pod_spec(spec)
+    if not causes:
+        if known is None:
+            if len(_valid_templates) >= _TEMPLATE_LIMIT:
+                _valid_templates.clear()
+            known = _valid_templates[template] = []
+        if len(known) >= _SPECS_PER_TEMPLATE:
+            known.pop(0)
+        known.append(shared)
+    return causes
+
+
+def validate_pod_create(pod: dict[str, Any]) -> list[Cause]:
+    """What ``ValidatePodCreate`` adds: no ephemeral containers, no node while scheduling gates remain."""
+    spec = get_map(pod, "spec", "")
+    causes: list[Cause] = []
+    if spec.get("ephemeralContainers"):
+        causes.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
+    if spec.get("nodeName") and spec.get("schedulingGates"):
+        causes.append(forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
+    return causes
