@@ -90,10 +90,11 @@ def invalid(kind: str, group: str, name: str, causes: Sequence[tuple[str, str, s
     """422 with ``details.causes``; each cause is (field, reason, detail) like ``field.Error``.
 
     The message follows ``errors.NewInvalid``: ``<Kind>.<group> "<name>" is invalid: <field>: <detail>`` and a
-    bracketed list when there is more than one cause.
+    bracketed list when there is more than one cause, each distinct text once (``ErrorList.ToAggregate``);
+    ``details.causes`` keeps every cause.
     """
     qualified = f"{kind}.{group}" if group else kind
-    parts = [f"{field}: {detail}" if field else detail for field, _reason, detail in causes]
+    parts = list(dict.fromkeys(f"{field}: {detail}" if field else detail for field, _reason, detail in causes))
     joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     details: dict[str, Any] = {
         "name": name,

@@ -51,6 +51,11 @@ class StringFormat:
         return messages
 
 
+def _size(value: str) -> int:
+    """Go's ``len``: bytes, not characters."""
+    return len(value) if value.isascii() else len(value.encode())
+
+
 def max_len(limit: int) -> str:
     """``validation.MaxLenError``."""
     return f"must be no more than {limit} characters"
@@ -118,21 +123,21 @@ _CONFIG_KEY_MSG: Final = "a valid config key must consist of alphanumeric charac
 
 
 def _dns1123_label(value: str) -> list[str]:
-    errors = [max_len(63)] if len(value) > 63 else []
+    errors = [max_len(63)] if _size(value) > 63 else []
     if not _is_label(value):
         errors.append(_regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
     return errors
 
 
 def _dns1123_subdomain(value: str) -> list[str]:
-    errors = [max_len(253)] if len(value) > 253 else []
+    errors = [max_len(253)] if _size(value) > 253 else []
     if not _is_subdomain(value):
         errors.append(_regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
     return errors
 
 
 def _dns1035_label(value: str) -> list[str]:
-    errors = [max_len(63)] if len(value) > 63 else []
+    errors = [max_len(63)] if _size(value) > 63 else []
     if not _is_dns1035(value):
         errors.append(_regex_error(_DNS1035_MSG, _DNS1035_FMT, "my-name", "abc-123"))
     return errors
@@ -153,7 +158,7 @@ def _qualified_name(value: str) -> list[str]:
             errors += [f"prefix part {m}" for m in DNS1123_SUBDOMAIN.errors(prefix)]
     if not name:
         errors.append("name part must be non-empty")
-    elif len(name) > 63:
+    elif _size(name) > 63:
         errors.append(f"name part {max_len(63)}")
     if not _is_qname(name):
         errors.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
@@ -161,7 +166,7 @@ def _qualified_name(value: str) -> list[str]:
 
 
 def _label_value(value: str) -> list[str]:
-    errors = [max_len(63)] if len(value) > 63 else []
+    errors = [max_len(63)] if _size(value) > 63 else []
     if not _is_label_value(value):
         errors.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errors
@@ -184,14 +189,14 @@ def _env_var_name(value: str) -> list[str]:
 
 
 def _config_map_key(value: str) -> list[str]:
-    errors = [max_len(253)] if len(value) > 253 else []
+    errors = [max_len(253)] if _size(value) > 253 else []
     if not _is_config_key(value):
         errors.append(_regex_error(_CONFIG_KEY_MSG, _CONFIG_KEY_FMT, "key.name", "KEY_NAME", "key-name"))
     return errors + _dot_prefix(value)
 
 
 def _port_name(value: str) -> list[str]:
-    errors = [max_len(15)] if len(value) > 15 else []
+    errors = [max_len(15)] if _size(value) > 15 else []
     if not _is_port_name(value):
         errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
     if not _has_letter(value):
