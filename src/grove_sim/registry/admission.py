@@ -40,13 +40,18 @@ def _condition(type_: str, status: str, now: str, reason: str = "", message: str
     return cond
 
 
+def _map(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else {} (validation reports wrong types; preparing must not crash)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _qos(pod: dict[str, Any]) -> str:
-    containers = list((pod.get("spec") or {}).get("containers") or [])
+    containers = _map(pod.get("spec")).get("containers")
     requests_any = False
     guaranteed = True
-    for container in containers:
-        resources = container.get("resources") or {}
-        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    for container in containers if isinstance(containers, list) else ():
+        resources = _map(_map(container).get("resources"))
+        limits, requests = _map(resources.get("limits")), _map(resources.get("requests"))
         requests_any = requests_any or bool(limits) or bool(requests)
         for res in ("cpu", "memory"):
             if res not in limits or (res in requests and requests[res] != limits[res]):
@@ -62,8 +67,8 @@ def prepare_create(info: ResourceInfo, obj: dict[str, Any], now: str, service_ip
     if info.has_status and key not in (("", "nodes"), ("apiextensions.k8s.io", "customresourcedefinitions")):
         obj.pop("status", None)
     if key == ("", "pods"):
-        spec = obj["spec"]
-        if isinstance(spec, dict):
+        spec = _map(obj.get("spec"))
+        if spec:
             # The ServiceAccount and Priority admission plugins, which act on create only.
             spec.setdefault("serviceAccountName", "default")
             spec.setdefault("priority", 0)
@@ -80,11 +85,13 @@ def prepare_create(info: ResourceInfo, obj: dict[str, Any], now: str, service_ip
             ]
         obj["status"] = status
     elif key == ("", "namespaces"):
-        obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
+        obj["spec"] = {**_map(obj.get("spec")), "finalizers": ["kubernetes"]}
         obj["status"] = {"phase": "Active"}
-        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
-    elif key == ("", "services"):
-        spec = obj["spec"] = dict(obj.get("spec") or {})
+        labels = obj["metadata"].get("labels")
+        if labels is None or isinstance(labels, dict):
+            obj["metadata"]["labels"] = {**(labels or {}), "kubernetes.io/metadata.name": obj["metadata"]["name"]}
+    elif key == ("", "services") and isinstance(obj.get("spec"), dict):
+        spec = obj["spec"] = dict(obj["spec"])
         if not spec.get("clusterIP"):
             service_ips[0] += 1
             n = service_ips[0]
@@ -92,7 +99,7 @@ def prepare_create(info: ResourceInfo, obj: dict[str, Any], now: str, service_ip
         spec["clusterIPs"] = [spec["clusterIP"]]
         obj["status"] = {"loadBalancer": {}}
     elif key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-        names = copy.deepcopy((obj.get("spec") or {}).get("names") or {})
+        names = copy.deepcopy(_map(_map(obj.get("spec")).get("names")))
         names.setdefault("singular", str(names.get("kind", "")).lower())
         names.setdefault("listKind", f"{names.get('kind', '')}List")
         obj["status"] = {
@@ -101,7 +108,9 @@ def prepare_create(info: ResourceInfo, obj: dict[str, Any], now: str, service_ip
                 _condition("NamesAccepted", "True", now, "NoConflicts", "no conflicts found"),
                 _condition("Established", "True", now, "InitialNamesAccepted", "the initial names have been accepted"),
             ],
-            "storedVersions": [v["name"] for v in (obj.get("spec") or {}).get("versions") or [] if v.get("storage")],
+            "storedVersions": [
+                v.get("name") for v in _map(obj.get("spec")).get("versions") or () if _map(v).get("storage")
+            ],
         }
 
 
@@ -132,11 +141,13 @@ def _crd_causes(crd: dict[str, Any]) -> list[Cause]:
     return causes
 
 
-def validation_causes(info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
-    """Why kube-apiserver would refuse ``obj`` (``old`` is the stored object on update); 400 for an undecodable
-    body."""
+def validation_causes(
+    info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None, *, admitted_spec: bool = False
+) -> list[Cause]:
+    """Why kube-apiserver would refuse ``obj`` (``old`` is the stored object on update; ``admitted_spec``: its spec
+    is one admitted before but for per-object fields); 400 for an undecodable body."""
     try:
-        causes = validate(info.key, obj, old, builtin=not info.custom)
+        causes = validate(info.key, obj, old, builtin=not info.custom, admitted_spec=admitted_spec)
     except DecodeError as exc:
         kind = info.kind
         raise errors.bad_request(f'{kind} in version "{info.version}" cannot be handled as a {kind}: {exc}') from exc

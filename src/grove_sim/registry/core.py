@@ -26,6 +26,7 @@ from grove_sim.machinery.patch import (
 )
 from grove_sim.registry import admission
 from grove_sim.registry.resources import Registry, ResourceInfo, infos_from_crd
+from grove_sim.registry.templates import PodTemplates
 from grove_sim.schema.structural import SchemaError
 from grove_sim.storage.store import Store
 
@@ -93,6 +94,7 @@ class Core:
         self.store = store
         self.registry = registry
         self._service_ips = [0]
+        self._templates = PodTemplates()
 
     # ----------------------------------------------------------------------------------------------------- reads
 
@@ -120,7 +122,12 @@ class Core:
         """Create an object (POST); returns the stored object (a copy of ``body``, never ``body`` itself)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
-        obj = clone(body)
+        template = self._templates.stored_spec(body.get("spec")) if info.key == _PODS else None
+        if template is None:
+            obj = clone(body)
+        else:
+            obj = {key: template if key == "spec" else clone(value) for key, value in body.items()}
+        written = obj.get("spec") if info.key == _PODS and template is None else None
         self._check_type(info, obj)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -146,9 +153,12 @@ class Core:
             meta["generation"] = 1
         if info.custom and info.has_status:
             obj.pop("status", None)
-        admission.apply_defaults(info.key, obj)
+        if template is None:
+            admission.apply_defaults(info.key, obj)
         admission.prepare_create(info, obj, meta["creationTimestamp"], self._service_ips)
-        self._validate(info, obj, None, strict=strict)
+        self._validate(info, obj, None, strict=strict, admitted_spec=template is not None)
+        if isinstance(written, dict):
+            self._templates.remember(written, obj["spec"])
         if self.store.get(info.key, meta.get("namespace", ""), name) is not None:
             raise errors.already_exists(info.group, info.plural, name)
         if dry_run:
@@ -182,10 +192,11 @@ class Core:
         *,
         strict: bool,
         causes: list[admission.Cause] | None = None,
+        admitted_spec: bool = False,
     ) -> None:
         """Raise the 422 (or 400) kube-apiserver would answer for ``obj``, after any ``causes`` found already."""
         name = str(obj["metadata"].get("name", ""))
-        causes = (causes or []) + admission.validation_causes(info, obj, old)
+        causes = (causes or []) + admission.validation_causes(info, obj, old, admitted_spec=admitted_spec)
         if info.custom:
             cr_causes, pruned = admission.custom_resource_causes(info, obj, old)
             if pruned and strict:
@@ -362,7 +373,7 @@ class Core:
             raise errors.ApiError(422, "Invalid", str(exc)) from exc
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object must be a JSON object")
-        rv = (patched.get("metadata") or {}).get("resourceVersion")
+        rv = _meta(patched).get("resourceVersion")
         if rv and rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(info.group, info.plural, name)
         return patched

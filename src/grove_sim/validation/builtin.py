@@ -36,7 +36,7 @@ from grove_sim.validation.meta import (
     NameRule,
     validate_object_meta,
 )
-from grove_sim.validation.pod import validate_pod, validate_pod_create
+from grove_sim.validation.pod import validate_pod, validate_pod_create, validate_pod_per_pod_fields
 from grove_sim.validation.pod_update import validate_pod_update
 from grove_sim.validation.service import validate_service
 
@@ -52,6 +52,8 @@ class KindRules:
 
     names: NameRule = SUBDOMAIN_NAMES
     always: Check | None = None
+    admitted: Check | None = None
+    """What to check instead of ``always`` when the object's spec equals one admitted before."""
     on_create: Check | None = None
     on_update: UpdateCheck | None = None
     metadata: bool = True
@@ -59,7 +61,12 @@ class KindRules:
 
 _DEFAULT: Final = KindRules()
 _RULES: Final[dict[tuple[str, str], KindRules]] = {
-    ("", "pods"): KindRules(always=validate_pod, on_create=validate_pod_create, on_update=validate_pod_update),
+    ("", "pods"): KindRules(
+        always=validate_pod,
+        admitted=validate_pod_per_pod_fields,
+        on_create=validate_pod_create,
+        on_update=validate_pod_update,
+    ),
     ("", "services"): KindRules(names=DNS1035_NAMES, always=validate_service),
     ("", "configmaps"): KindRules(always=validate_config_map, on_update=validate_config_map_update),
     ("", "secrets"): KindRules(always=validate_secret, on_update=validate_secret_update),
@@ -79,17 +86,26 @@ _RULES: Final[dict[tuple[str, str], KindRules]] = {
 }
 
 
-def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | None, *, builtin: bool) -> list[Cause]:
+def validate(
+    key: tuple[str, str],
+    obj: dict[str, Any],
+    old: dict[str, Any] | None,
+    *,
+    builtin: bool,
+    admitted_spec: bool = False,
+) -> list[Cause]:
     """The causes that make kube-apiserver refuse ``obj`` (stored under ``key``; ``old`` on update).
 
-    Raises ``DecodeError`` for a body its decoder would already have refused.
+    ``admitted_spec``: the spec, but for its per-object fields, equals one admitted before (so only those fields
+    need checking). Raises ``DecodeError`` for a body its decoder would already have refused.
     """
     rules = _RULES.get(key, _DEFAULT) if builtin else _DEFAULT
     causes: list[Cause] = []
     if rules.metadata:
         causes += validate_object_meta(get_map(obj, "metadata", ""), rules.names, builtin=builtin)
-    if rules.always is not None:
-        causes += rules.always(obj)
+    check = rules.admitted if admitted_spec and rules.admitted is not None else rules.always
+    if check is not None:
+        causes += check(obj)
     if old is None:
         if rules.on_create is not None:
             causes += rules.on_create(obj)

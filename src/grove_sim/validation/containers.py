@@ -13,6 +13,7 @@ from typing import Any, Final
 from grove_sim.validation.field import (
     Cause,
     duplicate,
+    enum_causes,
     forbidden,
     get_int,
     get_list,
@@ -23,12 +24,11 @@ from grove_sim.validation.field import (
     not_supported,
     required,
 )
-from grove_sim.validation.names import DNS1123_LABEL, ENV_VAR_NAME, PORT_NAME, port_number_errors
+from grove_sim.validation.names import DNS1123_LABEL, ENV_VAR_NAME, PORT_NAME, PROTOCOLS, port_number_errors
 from grove_sim.validation.resources import validate_resource_requirements
 
 __all__ = ["validate_containers", "validate_init_containers", "validate_volumes"]
 
-_PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
 _PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
 _MESSAGE_POLICIES: Final = ("File", "FallbackToLogsOnError")
 _ENV_SOURCES: Final = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
@@ -114,12 +114,7 @@ def _port_causes(port: dict[str, Any], names: set[str], at: str, path: str) -> l
     host_port = get_int(port, "hostPort", path) or 0
     if host_port:
         causes += [invalid(f"{at}.hostPort", host_port, m) for m in port_number_errors(host_port)]
-    protocol = get_str(port, "protocol", path)
-    if not protocol:
-        causes.append(required(f"{at}.protocol"))
-    elif protocol not in _PROTOCOLS:
-        causes.append(not_supported(f"{at}.protocol", protocol, _PROTOCOLS))
-    return causes
+    return causes + enum_causes(port, "protocol", at, PROTOCOLS)
 
 
 def _host_port_conflicts(containers: list[dict[str, Any]], path: str) -> list[Cause]:
@@ -184,13 +179,6 @@ def _mount_causes(mount: dict[str, Any], volumes: set[str], paths: set[str], at:
     return causes
 
 
-def _policy(container: dict[str, Any], key: str, supported: tuple[str, ...], path: str) -> list[Cause]:
-    value = get_str(container, key, path)
-    if not value:
-        return [required(f"{path}.{key}")]
-    return [] if value in supported else [not_supported(f"{path}.{key}", value, supported)]
-
-
 def _ports(ports: list[dict[str, Any]], path: str) -> list[Cause]:
     """``validateContainerPorts``: unique valid names, port numbers, a supported protocol."""
     causes: list[Cause] = []
@@ -203,7 +191,7 @@ def _ports(ports: list[dict[str, Any]], path: str) -> list[Cause]:
             (name is None or (name.__class__ is str and name in valid_names and name not in names))
             and number.__class__ is int
             and 0 < number <= 65535
-            and port.get("protocol") in _PROTOCOLS
+            and port.get("protocol") in PROTOCOLS
             and not port.get("hostPort")
         ):
             causes += _port_causes(port, names, f"{path}[{index}]", path)
@@ -231,7 +219,7 @@ def _container(container: dict[str, Any], volumes: set[str], path: str) -> list[
         image = get_str(container, "image", path)
         causes.append(required(f"{path}.image"))
     if container.get("terminationMessagePolicy") not in _MESSAGE_POLICIES:
-        causes += _policy(container, "terminationMessagePolicy", _MESSAGE_POLICIES, path)
+        causes += enum_causes(container, "terminationMessagePolicy", path, _MESSAGE_POLICIES)
     ports = container.get("ports")
     if ports:
         causes += _ports(get_list(container, "ports", path), f"{path}.ports")
@@ -264,7 +252,7 @@ def _container(container: dict[str, Any], volumes: set[str], path: str) -> list[
                 causes += _mount_causes(mount, volumes, mount_paths, f"{path}.volumeMounts[{index}]")
             mount_paths.add(mount_path)
     if container.get("imagePullPolicy") not in _PULL_POLICIES:
-        causes += _policy(container, "imagePullPolicy", _PULL_POLICIES, path)
+        causes += enum_causes(container, "imagePullPolicy", path, _PULL_POLICIES)
     resources = container.get("resources")
     if resources:
         causes += validate_resource_requirements(get_map(container, "resources", path), f"{path}.resources")

@@ -21,8 +21,8 @@ __all__ = [
     "Cause",
     "DecodeError",
     "duplicate",
+    "enum_causes",
     "forbidden",
-    "get_bool",
     "get_int",
     "get_list",
     "get_map",
@@ -106,6 +106,15 @@ def _at(parent: str, key: str) -> str:
     return f"{parent}.{key}" if parent else key
 
 
+def enum_causes(obj: dict[str, Any], key: str, parent: str, supported: tuple[str, ...]) -> list[Cause]:
+    """A required string field with a fixed set of values: ``Required`` when empty, ``NotSupported`` when unknown."""
+    value = get_str(obj, key, parent)
+    path = _at(parent, key)
+    if not value:
+        return [required(path)]
+    return [] if value in supported else [not_supported(path, value, supported)]
+
+
 def get_str(obj: dict[str, Any], key: str, parent: str) -> str:
     """A string field of the object at ``parent``; JSON null and absence read as "" like Go's zero value."""
     value = obj.get(key)
@@ -124,14 +133,6 @@ def get_int(obj: dict[str, Any], key: str, parent: str) -> int | None:
     if isinstance(value, float) and value == int(value):
         return int(value)
     raise type_error(_at(parent, key), value, "int64")
-
-
-def get_bool(obj: dict[str, Any], key: str, parent: str) -> bool | None:
-    """A boolean field, or None when absent or null."""
-    value = obj.get(key)
-    if value is None or isinstance(value, bool):
-        return value
-    raise type_error(_at(parent, key), value, "bool")
 
 
 def get_map(obj: dict[str, Any], key: str, parent: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ __all__ = [
     "ENV_VAR_NAME",
     "LABEL_VALUE",
     "PORT_NAME",
+    "PROTOCOLS",
     "QUALIFIED_NAME",
     "StringFormat",
     "inclusive_range",
@@ -211,6 +212,10 @@ def _port_name(value: str) -> list[str]:
 def port_number_errors(port: int) -> list[str]:
     """``validation.IsValidPortNum``: 1 to 65535."""
     return [] if 1 <= port <= 65535 else [inclusive_range(1, 65535)]
+
+
+PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
+"""Port protocols, in ``sets.List`` order as upstream lists them."""
 
 
 DNS1123_LABEL: Final = StringFormat(_dns1123_label)

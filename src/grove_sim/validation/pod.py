@@ -13,6 +13,7 @@ from grove_sim.validation.containers import validate_containers, validate_init_c
 from grove_sim.validation.field import (
     Cause,
     duplicate,
+    enum_causes,
     forbidden,
     get_int,
     get_list,
@@ -26,7 +27,14 @@ from grove_sim.validation.field import (
 from grove_sim.validation.meta import SUBDOMAIN_NAMES, validate_labels
 from grove_sim.validation.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_VALUE, QUALIFIED_NAME, inclusive_range
 
-__all__ = ["validate_pod", "validate_pod_create", "validate_pod_spec", "validate_tolerations"]
+__all__ = [
+    "PER_POD_FIELDS",
+    "validate_pod",
+    "validate_pod_create",
+    "validate_pod_per_pod_fields",
+    "validate_pod_spec",
+    "validate_tolerations",
+]
 
 _MAX_INT32: Final = 2**31 - 1
 _RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
@@ -35,11 +43,8 @@ _PREEMPTION_POLICIES: Final = ("PreemptLowerPriority", "Never")
 _EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _OPERATORS: Final = ("Equal", "Exists")
 _UNSATISFIABLE: Final = ("DoNotSchedule", "ScheduleAnyway")
-_PER_POD: Final = ("hostname", "subdomain", "nodeName")
-_TEMPLATE_LIMIT: Final = 4096
-_SPECS_PER_TEMPLATE: Final = 8
-_valid_templates: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-"""Specs found valid, without their per-pod fields, by ``_template_key``."""
+PER_POD_FIELDS: Final = ("hostname", "subdomain", "nodeName")
+"""Pod spec fields that differ between the replicas of one workload (everything else comes from its template)."""
 
 
 def _qualified(value: str, path: str) -> list[Cause]:
@@ -63,10 +68,7 @@ def _label_field(spec: dict[str, Any], key: str) -> list[Cause]:
 
 
 def _enum(spec: dict[str, Any], key: str, supported: tuple[str, ...]) -> list[Cause]:
-    if spec.get(key) in supported:
-        return []
-    value = get_str(spec, key, "spec")
-    return [required(f"spec.{key}")] if not value else [not_supported(f"spec.{key}", value, supported)]
+    return [] if spec.get(key) in supported else enum_causes(spec, key, "spec", supported)
 
 
 def validate_tolerations(tolerations: list[dict[str, Any]], path: str) -> list[Cause]:
@@ -191,54 +193,16 @@ def validate_pod_spec(spec: dict[str, Any]) -> list[Cause]:
     return causes
 
 
-def _per_pod_causes(spec: dict[str, Any]) -> list[Cause]:
-    """The rules on the fields that differ between pods of one template."""
-    return _label_field(spec, "hostname") + _label_field(spec, "subdomain") + _subdomain_field(spec, "nodeName")
-
-
-def _template_key(shared: dict[str, Any]) -> tuple[Any, ...]:
-    """A cheap hashable summary of a spec: its size, and its first container's image and env values (what tells
-    the pods of different replicas and workloads apart), so that a lookup compares few specs."""
-    containers = shared.get("containers")
-    first = containers[0] if containers.__class__ is list and containers else None
-    if first.__class__ is not dict:
-        return (len(shared),)
-    image = first.get("image")
-    env = first.get("env")
-    values = tuple(v.get("value") for v in env if v.__class__ is dict) if env.__class__ is list else ()
-    try:
-        hash(values)
-    except TypeError:
-        values = ()
-    return len(shared), image if image.__class__ is str else None, values
+def validate_pod_per_pod_fields(pod: dict[str, Any]) -> list[Cause]:
+    """The rules on ``PER_POD_FIELDS``, the fields that tell apart the pods of one template: what remains to check
+    of a pod whose spec otherwise equals one already admitted (in ``validate_pod_spec``'s order)."""
+    spec = get_map(pod, "spec", "")
+    return _subdomain_field(spec, "nodeName") + _label_field(spec, "hostname") + _label_field(spec, "subdomain")
 
 
 def validate_pod(pod: dict[str, Any]) -> list[Cause]:
-    """``validatePodMetadataAndSpec`` minus metadata (validated for every kind by the caller): create and update.
-
-    Pods made from one template (a workload's replicas) share their spec but for the fields in ``_PER_POD``, so a
-    spec equal to one found valid before, those fields aside, is not examined again; only its own per-pod fields
-    are. Equality is Python's, under which a JSON ``true`` equals ``1``: a boolean where a number belongs, which
-    the full check refuses, passes when an otherwise identical spec was valid before.
-    """
-    spec = get_map(pod, "spec", "")
-    shared = dict(spec)
-    for key in _PER_POD:
-        shared.pop(key, None)
-    template = _template_key(shared)
-    known = _valid_templates.get(template)
-    if known is not None and shared in known:
-        return _per_pod_causes(spec)
-    causes = validate_pod_spec(spec)
-    if not causes:
-        if known is None:
-            if len(_valid_templates) >= _TEMPLATE_LIMIT:
-                _valid_templates.clear()
-            known = _valid_templates[template] = []
-        if len(known) >= _SPECS_PER_TEMPLATE:
-            known.pop(0)
-        known.append(shared)
-    return causes
+    """``validatePodMetadataAndSpec`` minus metadata (validated for every kind by the caller): create and update."""
+    return validate_pod_spec(get_map(pod, "spec", ""))
 
 
 def validate_pod_create(pod: dict[str, Any]) -> list[Cause]:

@@ -21,29 +21,6 @@ from grove_sim.validation.names import QUALIFIED_NAME
 __all__ = ["validate_resource_requirements"]
 
 _CONTAINER_RESOURCES: Final = frozenset({"cpu", "memory", "ephemeral-storage"})
-_STANDARD_RESOURCES: Final = frozenset(
-    {
-        "cpu",
-        "memory",
-        "ephemeral-storage",
-        "requests.cpu",
-        "requests.memory",
-        "requests.ephemeral-storage",
-        "limits.cpu",
-        "limits.memory",
-        "limits.ephemeral-storage",
-        "pods",
-        "services",
-        "replicationcontrollers",
-        "resourcequotas",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
-        "requests.storage",
-        "services.nodeports",
-        "services.loadbalancers",
-    }
-)
 _INTEGER_RESOURCES: Final = frozenset(
     {
         "pods",
@@ -57,6 +34,18 @@ _INTEGER_RESOURCES: Final = frozenset(
         "services.loadbalancers",
     }
 )
+_STANDARD_RESOURCES: Final = _INTEGER_RESOURCES | {
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "requests.storage",
+}
 _HUGEPAGES: Final = "hugepages-"
 _QUANTITY_REGEX: Final = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 _NANO: Final = 1_000_000_000

@@ -13,23 +13,22 @@ from typing import Any, Final
 from grove_sim.validation.field import (
     Cause,
     duplicate,
+    enum_causes,
     get_int,
     get_list,
     get_map,
     get_str,
     get_str_map,
     invalid,
-    not_supported,
     required,
 )
 from grove_sim.validation.meta import validate_labels
-from grove_sim.validation.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, PORT_NAME, port_number_errors
+from grove_sim.validation.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, PORT_NAME, PROTOCOLS, port_number_errors
 
 __all__ = ["validate_service"]
 
 _TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 _AFFINITIES: Final = ("ClientIP", "None")
-_PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
 
 
 def _target_port(value: Any, path: str) -> list[Cause]:
@@ -53,11 +52,7 @@ def _port(port: dict[str, Any], require_name: bool, names: set[str], path: str) 
         names.add(name)
     number = get_int(port, "port", path) or 0
     causes += [invalid(f"{path}.port", number, m) for m in port_number_errors(number)]
-    protocol = get_str(port, "protocol", path)
-    if not protocol:
-        causes.append(required(f"{path}.protocol"))
-    elif protocol not in _PROTOCOLS:
-        causes.append(not_supported(f"{path}.protocol", protocol, _PROTOCOLS))
+    causes += enum_causes(port, "protocol", path, PROTOCOLS)
     causes += _target_port(port.get("targetPort"), f"{path}.targetPort")
     return causes
 
@@ -96,15 +91,8 @@ def validate_service(service: dict[str, Any]) -> list[Cause]:
     selector = get_str_map(spec, "selector", "spec")
     if selector:
         causes += validate_labels(selector, "spec.selector")
-    affinity = get_str(spec, "sessionAffinity", "spec")
-    if not affinity:
-        causes.append(required("spec.sessionAffinity"))
-    elif affinity not in _AFFINITIES:
-        causes.append(not_supported("spec.sessionAffinity", affinity, _AFFINITIES))
-    if not kind:
-        causes.append(required("spec.type"))
-    elif kind not in _TYPES:
-        causes.append(not_supported("spec.type", kind, _TYPES))
+    causes += enum_causes(spec, "sessionAffinity", "spec", _AFFINITIES)
+    causes += enum_causes(spec, "type", "spec", _TYPES)
     seen: set[str] = set()
     for index, port in enumerate(ports):
         key = _go_service_port(port)

@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
+from grove_sim.machinery.errors import ApiError
+from grove_sim.registry.core import Core
+from grove_sim.registry.resources import Registry
+from grove_sim.storage.store import Store
 from grove_sim.testing import SimCluster
-from grove_sim.validation import builtin, names, pod
 
 Create = Callable[[dict[str, Any]], int]
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -101,22 +104,15 @@ def test_hostnames_are_accepted_iff_dns_labels(create_pod: Create, hostname: str
 
 
 TEMPLATE: dict[str, Any] = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "t", "namespace": "default"},
+    "metadata": {"name": "t"},
     "spec": {
-        "restartPolicy": "Always",
-        "terminationGracePeriodSeconds": 30,
-        "dnsPolicy": "ClusterFirst",
         "hostname": "t-0",
         "containers": [
             {
                 "name": "main",
                 "image": "busybox",
-                "imagePullPolicy": "IfNotPresent",
-                "terminationMessagePolicy": "File",
                 "env": [{"name": "A", "value": "1"}],
-                "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                "ports": [{"containerPort": 80}],
                 "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}},
             }
         ],
@@ -125,6 +121,7 @@ TEMPLATE: dict[str, Any] = {
 FIELD_EDITS = st.sampled_from(
     [
         ("hostname", ["t-1", "T-1", "t" * 64, "t.1"]),
+        ("nodeName", ["node-0", "Node_0"]),
         ("restartPolicy", ["Never", "Sometimes"]),
         ("containers/0/name", ["side", "Side", ""]),
         ("containers/0/env/0/name", ["B", "1B"]),
@@ -145,17 +142,121 @@ def _edit(spec: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     return edited
 
 
+def _admit(core: Core, body: dict[str, Any], plural: str = "pods") -> tuple[int, Any]:
+    """The answer to a (dry-run) create: 201 and the stored spec, or the error's code and causes."""
+    info = core.registry.get("", "v1", plural)
+    assert info is not None
+    try:
+        return 201, core.create(info, "default", body, dry_run=True).get("spec")
+    except ApiError as exc:
+        return exc.code, (exc.details or {}).get("causes")
+
+
+def _core() -> Core:
+    core = Core(Store(), Registry())
+    namespaces = core.registry.get("", "v1", "namespaces")
+    assert namespaces is not None
+    core.create(namespaces, "", {"metadata": {"name": "default"}})
+    return core
+
+
+WARM = _core()
+
+
 @settings(max_examples=200, deadline=None)
 @given(edits=st.lists(FIELD_EDITS.flatmap(lambda f: st.tuples(st.just(f[0]), st.sampled_from(f[1]))), max_size=3))
-def test_remembered_templates_change_no_verdict(edits: list[tuple[str, Any]]) -> None:
-    """A pod checked against the cache of specs found valid gets the same causes as with every cache emptied."""
-    obj = copy.deepcopy(TEMPLATE)
+def test_admitted_templates_change_no_answer(edits: list[tuple[str, Any]]) -> None:
+    """A pod created after its template was admitted gets the same answer and stored spec as in a fresh registry."""
+    body = copy.deepcopy(TEMPLATE)
     for path, value in edits:
-        obj["spec"] = _edit(obj["spec"], path, value)
-    assert builtin.validate(("", "pods"), TEMPLATE, None, builtin=True) == []
-    warm = builtin.validate(("", "pods"), obj, None, builtin=True)
-    pod._valid_templates.clear()
-    for format_ in (names.DNS1123_LABEL, names.DNS1123_SUBDOMAIN, names.ENV_VAR_NAME, names.LABEL_VALUE):
-        format_.valid.clear()
-    cold = builtin.validate(("", "pods"), obj, None, builtin=True)
-    assert warm == cold
+        body["spec"] = _edit(body["spec"], path, value)
+    assert _admit(WARM, copy.deepcopy(TEMPLATE))[0] == 201
+    assert _admit(WARM, copy.deepcopy(body)) == _admit(_core(), copy.deepcopy(body))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+ANY_PATHS = [
+    "metadata",
+    "metadata/labels",
+    "metadata/annotations",
+    "metadata/ownerReferences",
+    "metadata/finalizers",
+    "metadata/generateName",
+    "spec",
+    "spec/containers",
+    "spec/containers/0",
+    "spec/containers/0/env",
+    "spec/containers/0/env/0",
+    "spec/containers/0/ports",
+    "spec/containers/0/ports/0/containerPort",
+    "spec/containers/0/resources",
+    "spec/containers/0/resources/requests",
+    "spec/containers/0/resources/requests/cpu",
+    "spec/containers/0/volumeMounts",
+    "spec/volumes",
+    "spec/tolerations",
+    "spec/schedulingGates",
+    "spec/nodeSelector",
+    "spec/hostname",
+    "spec/initContainers",
+    "spec/topologySpreadConstraints",
+]
+KIND_BODIES: dict[str, dict[str, Any]] = {
+    "services": {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}},
+    "configmaps": {"metadata": {"name": "c"}, "data": {"a": "b"}},
+    "secrets": {"metadata": {"name": "s"}, "data": {"a": "Yg=="}},
+    "serviceaccounts": {"metadata": {"name": "sa"}},
+    "events": {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p"}},
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(ANY_PATHS), value=json_values)
+def test_no_pod_body_crashes_the_registry(path: str, value: Any) -> None:
+    """Whatever JSON sits anywhere in a pod, the answer is the pod or a 400/422 Status, never a crash."""
+    body = copy.deepcopy(TEMPLATE)
+    *parents, last = path.split("/")
+    target: Any = body
+    for part in parents:
+        target = target[int(part)] if part.isdigit() else target[part]
+    target[int(last) if last.isdigit() else last] = value
+    code, _answer = _admit(WARM, body)
+    assert code in (201, 400, 422)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    plural=st.sampled_from(sorted(KIND_BODIES)),
+    key=st.sampled_from(["spec", "data", "metadata", "type"]),
+    value=json_values,
+)
+def test_no_body_of_other_kinds_crashes_the_registry(plural: str, key: str, value: Any) -> None:
+    """The same for the other built-in kinds: a wrong JSON type anywhere is a Status, never a crash."""
+    body = {**copy.deepcopy(KIND_BODIES[plural]), key: value}
+    assert _admit(WARM, body, plural)[0] in (201, 400, 422)
+
+
+@settings(max_examples=200, deadline=None)
+@given(path=st.sampled_from(ANY_PATHS), value=json_values)
+def test_no_pod_update_crashes_the_registry(path: str, value: Any) -> None:
+    """A merge patch putting any JSON anywhere in a stored pod is answered, never a crash."""
+    pods = WARM.registry.get("", "v1", "pods")
+    assert pods is not None
+    name = "patched"
+    if WARM.store.get(pods.key, "default", name) is None:
+        WARM.create(pods, "default", {**copy.deepcopy(TEMPLATE), "metadata": {"name": name}})
+    patch: dict[str, Any] = {}
+    target = patch
+    parts = [p for p in path.split("/") if not p.isdigit()]
+    for part in parts[:-1]:
+        target = target.setdefault(part, {})
+    target[parts[-1]] = value
+    try:
+        code = WARM.patch(pods, "default", name, "application/merge-patch+json", patch, dry_run=True)[1]
+    except ApiError as exc:
+        code = exc.code
+    assert code in (200, 400, 422)
