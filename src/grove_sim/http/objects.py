@@ -11,7 +11,7 @@ from aiohttp import web
 from grove_sim.http.context import ApiContext, Target, json_response, object_response, table
 from grove_sim.http.requestinfo import media_type, read_body, read_delete_options, wants_table
 from grove_sim.registry import subresources
-from grove_sim.registry.core import PATCH_TYPES
+from grove_sim.registry.patching import PATCH_TYPES
 
 __all__ = ["bind", "delete", "evict", "finalize", "get", "get_scale", "patch", "patch_scale", "update", "update_scale"]
 

@@ -17,12 +17,13 @@ from grove_sim.machinery import errors
 from grove_sim.registry.defaults import apply_defaults
 from grove_sim.registry.resources import ResourceInfo
 from grove_sim.validation.builtin import validate
-from grove_sim.validation.field import Cause, DecodeError
+from grove_sim.validation.field import Cause, DecodeError, forbidden
 
 __all__ = [
     "Cause",
     "apply_defaults",
     "custom_resource_causes",
+    "metadata_update_causes",
     "new_uid",
     "prepare_create",
     "validation_causes",
@@ -112,6 +113,19 @@ def prepare_create(info: ResourceInfo, obj: dict[str, Any], now: str, service_ip
                 v.get("name") for v in _map(obj.get("spec")).get("versions") or () if _map(v).get("storage")
             ],
         }
+
+
+def metadata_update_causes(meta: dict[str, Any], old_meta: dict[str, Any]) -> list[Cause]:
+    """``ValidateObjectMetaUpdate``'s rule for every write, status included: an object being deleted takes no new
+    finalizers."""
+    if not old_meta.get("deletionTimestamp"):
+        return []
+    added = [f for f in meta.get("finalizers") or [] if f not in (old_meta.get("finalizers") or [])]
+    if not added:
+        return []
+    quoted = ", ".join(f'"{f}"' for f in added)
+    detail = f"no new finalizers can be added if the object is being deleted, found new finalizers []string{{{quoted}}}"
+    return [forbidden("metadata.finalizers", detail)]
 
 
 def _crd_causes(crd: dict[str, Any]) -> list[Cause]:

@@ -16,37 +16,15 @@ import time
 from typing import Any, TypeVar, cast
 
 from grove_sim.machinery import errors
-from grove_sim.machinery.patch import (
-    PatchError,
-    PatchTestFailed,
-    copy_json,
-    json_merge_patch,
-    json_patch,
-    strategic_merge_patch,
-)
+from grove_sim.machinery.patch import copy_json
 from grove_sim.registry import admission
+from grove_sim.registry.patching import APPLY, CUSTOM_RESOURCE_PATCH_TYPES, patched_object
 from grove_sim.registry.resources import Registry, ResourceInfo, infos_from_crd
 from grove_sim.registry.templates import PodTemplates
 from grove_sim.schema.structural import SchemaError
 from grove_sim.storage.store import Store
 
-__all__ = [
-    "APPLY",
-    "JSON_PATCH",
-    "MERGE_PATCH",
-    "PATCH_TYPES",
-    "STRATEGIC_PATCH",
-    "Core",
-    "clone",
-    "now_rfc3339",
-]
-
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-APPLY = "application/apply-patch+yaml"
-PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY, STRATEGIC_PATCH)
-_CR_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY)
+__all__ = ["Core", "clone", "now_rfc3339"]
 
 _SERVER_META = (
     "uid",
@@ -284,19 +262,7 @@ class Core:
         if info.key == _NAMESPACES and subresource != "finalize":
             new["spec"] = old.get("spec", {})
         name = str(meta["name"])
-        causes: list[admission.Cause] = []
-        if old_meta.get("deletionTimestamp"):
-            added = [f for f in meta.get("finalizers") or [] if f not in (old_meta.get("finalizers") or [])]
-            if added:
-                quoted = ", ".join(f'"{f}"' for f in added)
-                causes.append(
-                    (
-                        "metadata.finalizers",
-                        "FieldValueForbidden",
-                        "Forbidden: no new finalizers can be added if the object is being deleted, "
-                        f"found new finalizers []string{{{quoted}}}",
-                    )
-                )
+        causes = admission.metadata_update_causes(meta, old_meta)
         if subresource is None:
             admission.apply_defaults(info.key, new)
         if subresource != "status" or info.custom:
@@ -342,8 +308,8 @@ class Core:
         strict: bool = False,
     ) -> tuple[dict[str, Any], int]:
         """Apply a patch of ``content_type``; server-side apply creates a missing object (returns 201 then)."""
-        if info.custom and content_type not in _CR_PATCH_TYPES:
-            raise errors.unsupported_media_type(content_type, _CR_PATCH_TYPES)
+        if info.custom and content_type not in CUSTOM_RESOURCE_PATCH_TYPES:
+            raise errors.unsupported_media_type(content_type, CUSTOM_RESOURCE_PATCH_TYPES)
         current = self.store.get(info.key, namespace if info.namespaced else "", name)
         if current is None:
             if content_type == APPLY and subresource is None:
@@ -356,27 +322,7 @@ class Core:
 
     def apply_patch(self, info: ResourceInfo, current: dict[str, Any], content_type: str, patch: Any) -> dict[str, Any]:
         """The patched document (not stored), with the patch's resourceVersion precondition checked."""
-        name = str(current["metadata"]["name"])
-        try:
-            if content_type == JSON_PATCH:
-                patched = json_patch(current, patch)
-            elif not isinstance(patch, dict):
-                raise errors.bad_request("the body of the request must be a JSON object")
-            elif content_type == STRATEGIC_PATCH or (content_type == APPLY and not info.custom):
-                patched = strategic_merge_patch(current, patch, info.kind, copy_target=info.custom)
-            else:
-                # Custom resources are defaulted and pruned in place by their schema, so they need a full copy.
-                patched = json_merge_patch(current, patch, copy_target=info.custom)
-        except PatchTestFailed as exc:
-            raise errors.invalid(info.kind, info.group, name, [("", "FieldValueInvalid", str(exc))]) from exc
-        except PatchError as exc:
-            raise errors.ApiError(422, "Invalid", str(exc)) from exc
-        if not isinstance(patched, dict):
-            raise errors.bad_request("the patched object must be a JSON object")
-        rv = _meta(patched).get("resourceVersion")
-        if rv and rv != current["metadata"]["resourceVersion"]:
-            raise errors.conflict(info.group, info.plural, name)
-        return patched
+        return patched_object(info, current, content_type, patch)
 
     # ---------------------------------------------------------------------------------------------------- delete
 

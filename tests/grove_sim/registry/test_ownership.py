@@ -13,7 +13,8 @@ import json
 from typing import Any
 
 from grove_sim.registry import subresources
-from grove_sim.registry.core import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, Core
+from grove_sim.registry.core import Core
+from grove_sim.registry.patching import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from grove_sim.registry.resources import Registry, ResourceInfo
 from grove_sim.storage.store import ENCODED_EVENTS, Event, Store, dumps
 
