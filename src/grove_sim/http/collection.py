@@ -17,13 +17,8 @@ from grove_sim.http.context import ApiContext, Target, json_response, object_res
 from grove_sim.http.requestinfo import parse_bool, parse_int, read_body, read_delete_options, wants_table
 from grove_sim.http.watchstream import stream
 from grove_sim.machinery import errors
-from grove_sim.machinery.selectors import (
-    FieldSelector,
-    LabelSelector,
-    SelectorError,
-    parse_field_selector,
-    parse_label_selector,
-)
+from grove_sim.machinery.field_selectors import FieldSelector, parse_field_selector
+from grove_sim.machinery.label_selectors import LabelSelector, SelectorError, parse_label_selector
 from grove_sim.registry import subresources
 from grove_sim.registry.resources import ResourceInfo
 from grove_sim.storage.store import Event, TooOld, dumps

@@ -15,8 +15,8 @@ from grove_sim.machinery.patch import (
     PatchTestFailed,
     json_merge_patch,
     json_patch,
-    strategic_merge_patch,
 )
+from grove_sim.machinery.strategic_patch import strategic_merge_patch
 from grove_sim.registry.resources import ResourceInfo
 
 __all__ = [

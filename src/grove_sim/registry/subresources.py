@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from grove_sim.machinery import errors
-from grove_sim.machinery.selectors import SelectorError, label_selector_from_dict
+from grove_sim.machinery.label_selectors import SelectorError, label_selector_from_dict
 from grove_sim.registry.core import Core, clone, now_rfc3339
 from grove_sim.registry.resources import ResourceInfo
 

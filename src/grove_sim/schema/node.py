@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from grove_sim.machinery.gofmt import format_value, go_float, go_quote
+from grove_sim.machinery.patch import json_equal
 from grove_sim.schema import cel
 
 __all__ = [
@@ -99,17 +100,6 @@ def json_type(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Equality of JSON values where booleans never equal numbers."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    return bool(a == b)
 
 
 def _freeze(value: Any) -> Any:

@@ -12,7 +12,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from grove_sim.machinery.selectors import FieldSelector, LabelSelector
+from grove_sim.machinery.field_selectors import FieldSelector
+from grove_sim.machinery.label_selectors import LabelSelector
 from grove_sim.storage.store import Event
 
 __all__ = ["Render", "Watcher"]

@@ -17,8 +17,8 @@ from grove_sim.machinery.patch import (
     copy_json,
     json_merge_patch,
     json_patch,
-    strategic_merge_patch,
 )
+from grove_sim.machinery.strategic_patch import strategic_merge_patch
 
 scalars = st.one_of(st.booleans(), st.integers(-5, 5), st.text("abc", max_size=3))
 keys = st.sampled_from(["a", "b", "c", "d/e", "f~g"])

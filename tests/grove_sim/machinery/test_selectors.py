@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove_sim.machinery.selectors import (
+from grove_sim.machinery.field_selectors import parse_field_selector
+from grove_sim.machinery.label_selectors import (
     SelectorError,
     label_selector_from_dict,
-    parse_field_selector,
     parse_label_selector,
 )
 
