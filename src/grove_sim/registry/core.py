@@ -264,7 +264,7 @@ class Core:
         name = str(meta["name"])
         causes = admission.metadata_update_causes(meta, old_meta)
         if subresource is None:
-            admission.apply_defaults(info.key, new)
+            admission.apply_defaults(info.key, new, old)
         if subresource != "status" or info.custom:
             self._validate(info, new, old, strict=strict, causes=causes)
         elif causes:

@@ -81,14 +81,16 @@ def _container(container: Obj) -> Obj:
     return _with(container, changes)
 
 
-def _pod(pod: Obj) -> None:
+def _pod(pod: Obj, old_spec: Obj) -> None:
     spec = pod.get("spec")
     if spec is None:
         spec = pod["spec"] = {}
-    if not isinstance(spec, dict):
+    if not isinstance(spec, dict) or spec is old_spec:
         return
     changes = _missing(spec, _POD_SPEC)
     for key in ("containers", "initContainers"):
+        if spec.get(key) is old_spec.get(key):  # shared with the stored, defaulted version: nothing new in it
+            continue
         items = _each(spec.get(key), _container)
         if items is not spec.get(key):
             changes[key] = items
@@ -102,11 +104,11 @@ def _service_port(port: Obj) -> Obj:
     return _with(port, changes)
 
 
-def _service(service: Obj) -> None:
+def _service(service: Obj, old_spec: Obj) -> None:
     spec = service.get("spec")
     if spec is None:
         spec = service["spec"] = {}
-    if not isinstance(spec, dict):
+    if not isinstance(spec, dict) or spec is old_spec:
         return
     changes = _missing(spec, {"type": "ClusterIP", "sessionAffinity": "None"})
     ports = _each(spec.get("ports"), _service_port)
@@ -115,20 +117,24 @@ def _service(service: Obj) -> None:
     service["spec"] = _with(spec, changes)
 
 
-def _secret(secret: Obj) -> None:
+def _secret(secret: Obj, old_spec: Obj) -> None:
     if not secret.get("type"):
         secret["type"] = "Opaque"
 
 
-_DEFAULTS: Final[dict[tuple[str, str], Callable[[Obj], None]]] = {
+_DEFAULTS: Final[dict[tuple[str, str], Callable[[Obj, Obj], None]]] = {
     ("", "pods"): _pod,
     ("", "services"): _service,
     ("", "secrets"): _secret,
 }
 
 
-def apply_defaults(key: tuple[str, str], obj: Obj) -> None:
-    """Fill the defaults of the kind stored under ``key`` into ``obj`` (top level in place, nested copy-on-write)."""
+def apply_defaults(key: tuple[str, str], obj: Obj, old: Obj | None = None) -> None:
+    """Fill the defaults of the kind stored under ``key`` into ``obj`` (top level in place, nested copy-on-write).
+
+    On update, ``old`` is the stored (defaulted) version: a subtree ``obj`` still shares with it needs nothing.
+    """
     default = _DEFAULTS.get(key)
     if default is not None:
-        default(obj)
+        old_spec = (old or {}).get("spec")
+        default(obj, old_spec if isinstance(old_spec, dict) else {})

@@ -36,7 +36,12 @@ from grove_sim.validation.meta import (
     NameRule,
     validate_object_meta,
 )
-from grove_sim.validation.pod import validate_pod, validate_pod_create, validate_pod_per_pod_fields
+from grove_sim.validation.pod import (
+    validate_pod,
+    validate_pod_changes,
+    validate_pod_create,
+    validate_pod_per_pod_fields,
+)
 from grove_sim.validation.pod_update import validate_pod_update
 from grove_sim.validation.service import validate_service
 
@@ -54,6 +59,8 @@ class KindRules:
     always: Check | None = None
     admitted: Check | None = None
     """What to check instead of ``always`` when the object's spec equals one admitted before."""
+    changes: UpdateCheck | None = None
+    """What to check instead of ``always`` on update, given the stored object (valid when stored)."""
     on_create: Check | None = None
     on_update: UpdateCheck | None = None
     metadata: bool = True
@@ -64,6 +71,7 @@ _RULES: Final[dict[tuple[str, str], KindRules]] = {
     ("", "pods"): KindRules(
         always=validate_pod,
         admitted=validate_pod_per_pod_fields,
+        changes=validate_pod_changes,
         on_create=validate_pod_create,
         on_update=validate_pod_update,
     ),
@@ -102,10 +110,14 @@ def validate(
     rules = _RULES.get(key, _DEFAULT) if builtin else _DEFAULT
     causes: list[Cause] = []
     if rules.metadata:
-        causes += validate_object_meta(get_map(obj, "metadata", ""), rules.names, builtin=builtin)
-    check = rules.admitted if admitted_spec and rules.admitted is not None else rules.always
-    if check is not None:
-        causes += check(obj)
+        old_meta = old.get("metadata") if old is not None else None
+        causes += validate_object_meta(get_map(obj, "metadata", ""), rules.names, builtin=builtin, old=old_meta)
+    if old is not None and rules.changes is not None:
+        causes += rules.changes(obj, old)
+    elif admitted_spec and rules.admitted is not None:
+        causes += rules.admitted(obj)
+    elif rules.always is not None:
+        causes += rules.always(obj)
     if old is None:
         if rules.on_create is not None:
             causes += rules.on_create(obj)

@@ -20,6 +20,7 @@ from grove_sim.machinery.gofmt import go_quote, go_scalar
 __all__ = [
     "Cause",
     "DecodeError",
+    "changed_keys",
     "duplicate",
     "enum_causes",
     "forbidden",
@@ -104,6 +105,13 @@ def too_long(path: str, limit: int) -> Cause:
 
 def _at(parent: str, key: str) -> str:
     return f"{parent}.{key}" if parent else key
+
+
+def changed_keys(new: dict[str, Any], old: dict[str, Any]) -> set[str]:
+    """The top-level keys whose values differ between ``new`` and ``old`` (added and removed ones included)."""
+    if new == old:
+        return set()
+    return {key for key in new.keys() | old.keys() if new.get(key) != old.get(key)}
 
 
 def enum_causes(obj: dict[str, Any], key: str, parent: str, supported: tuple[str, ...]) -> list[Cause]:

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from grove_sim.validation.field import (
     Cause,
+    changed_keys,
     get_list,
     get_str,
     get_str_map,
@@ -191,8 +192,15 @@ def _finalizers(finalizers: list[str], path: str, *, builtin: bool) -> list[Caus
     return causes
 
 
-def validate_object_meta(meta: dict[str, Any], names: NameRule, *, builtin: bool) -> list[Cause]:
-    """``ValidateObjectMeta`` after name generation; ``builtin`` adds core's finalizer-name rule."""
+def validate_object_meta(
+    meta: dict[str, Any], names: NameRule, *, builtin: bool, old: dict[str, Any] | None = None
+) -> list[Cause]:
+    """``ValidateObjectMeta`` after name generation; ``builtin`` adds core's finalizer-name rule. On update (``old``
+    the stored metadata, valid when stored) only what changed is checked again."""
+    if old is not None and not (
+        {"generateName", "name", "labels", "annotations", "ownerReferences", "finalizers"} & changed_keys(meta, old)
+    ):
+        return []
     causes: list[Cause] = []
     generate_name = get_str(meta, "generateName", "metadata")
     if generate_name:

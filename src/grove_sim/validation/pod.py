@@ -7,11 +7,13 @@ subdomain (DNS-1123 labels), service account, node and priority class names, and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from grove_sim.validation.containers import validate_containers, validate_init_containers, validate_volumes
 from grove_sim.validation.field import (
     Cause,
+    changed_keys,
     duplicate,
     enum_causes,
     forbidden,
@@ -30,6 +32,7 @@ from grove_sim.validation.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_V
 __all__ = [
     "PER_POD_FIELDS",
     "validate_pod",
+    "validate_pod_changes",
     "validate_pod_create",
     "validate_pod_per_pod_fields",
     "validate_pod_spec",
@@ -43,7 +46,7 @@ _PREEMPTION_POLICIES: Final = ("PreemptLowerPriority", "Never")
 _EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _OPERATORS: Final = ("Equal", "Exists")
 _UNSATISFIABLE: Final = ("DoNotSchedule", "ScheduleAnyway")
-PER_POD_FIELDS: Final = ("hostname", "subdomain", "nodeName")
+PER_POD_FIELDS: Final = frozenset({"hostname", "subdomain", "nodeName"})
 """Pod spec fields that differ between the replicas of one workload (everything else comes from its template)."""
 
 
@@ -155,49 +158,87 @@ def _topology_spread(constraints: list[dict[str, Any]], path: str) -> list[Cause
     return causes
 
 
-def validate_pod_spec(spec: dict[str, Any]) -> list[Cause]:
-    """``ValidatePodSpec`` for the rules above, in upstream's order."""
-    causes: list[Cause] = []
-    if spec.get("terminationGracePeriodSeconds") is None:
-        causes.append(required("spec.terminationGracePeriodSeconds"))
-    volumes, volume_causes = validate_volumes(get_list(spec, "volumes", "spec"), "spec.volumes")
-    causes += volume_causes
+def _grace_period(spec: dict[str, Any]) -> list[Cause]:
+    return [required("spec.terminationGracePeriodSeconds")] if spec.get("terminationGracePeriodSeconds") is None else []
+
+
+def _containers_and_volumes(spec: dict[str, Any]) -> list[Cause]:
+    volumes, causes = validate_volumes(get_list(spec, "volumes", "spec"), "spec.volumes")
     containers = get_list(spec, "containers", "spec")
     causes += validate_containers(containers, volumes, "spec.containers")
     if spec.get("initContainers"):
         init = get_list(spec, "initContainers", "spec")
         causes += validate_init_containers(init, containers, volumes, "spec.initContainers")
-    causes += _enum(spec, "restartPolicy", _RESTART_POLICIES)
-    causes += _enum(spec, "dnsPolicy", _DNS_POLICIES)
-    if spec.get("nodeSelector"):
-        causes += validate_labels(get_str_map(spec, "nodeSelector", "spec"), "spec.nodeSelector")
-    if spec.get("readinessGates"):
-        causes += _readiness_gates(get_list(spec, "readinessGates", "spec"), "spec.readinessGates")
-    if spec.get("schedulingGates"):
-        causes += _scheduling_gates(get_list(spec, "schedulingGates", "spec"), "spec.schedulingGates")
-    if spec.get("topologySpreadConstraints"):
-        spread = get_list(spec, "topologySpreadConstraints", "spec")
-        causes += _topology_spread(spread, "spec.topologySpreadConstraints")
-    causes += _subdomain_field(spec, "serviceAccountName")
-    causes += _subdomain_field(spec, "nodeName")
+    return causes
+
+
+def _node_selector(spec: dict[str, Any]) -> list[Cause]:
+    selector = spec.get("nodeSelector")
+    return validate_labels(get_str_map(spec, "nodeSelector", "spec"), "spec.nodeSelector") if selector else []
+
+
+def _listed(
+    key: str, check: Callable[[list[dict[str, Any]], str], list[Cause]]
+) -> Callable[[dict[str, Any]], list[Cause]]:
+    def section(spec: dict[str, Any]) -> list[Cause]:
+        return check(get_list(spec, key, "spec"), f"spec.{key}") if spec.get(key) else []
+
+    return section
+
+
+def _deadline(spec: dict[str, Any]) -> list[Cause]:
     deadline = get_int(spec, "activeDeadlineSeconds", "spec")
     if deadline is not None and not 1 <= deadline <= _MAX_INT32:
-        causes.append(invalid("spec.activeDeadlineSeconds", deadline, inclusive_range(1, _MAX_INT32)))
-    causes += _label_field(spec, "hostname")
-    causes += _label_field(spec, "subdomain")
-    if spec.get("tolerations"):
-        causes += validate_tolerations(get_list(spec, "tolerations", "spec"), "spec.tolerations")
-    causes += _subdomain_field(spec, "priorityClassName")
-    if spec.get("preemptionPolicy") is not None:
-        causes += _enum(spec, "preemptionPolicy", _PREEMPTION_POLICIES)
+        return [invalid("spec.activeDeadlineSeconds", deadline, inclusive_range(1, _MAX_INT32))]
+    return []
+
+
+def _preemption(spec: dict[str, Any]) -> list[Cause]:
+    return _enum(spec, "preemptionPolicy", _PREEMPTION_POLICIES) if spec.get("preemptionPolicy") is not None else []
+
+
+Section = tuple[frozenset[str], Callable[[dict[str, Any]], list[Cause]]]
+_SECTIONS: Final[tuple[Section, ...]] = (
+    (frozenset({"terminationGracePeriodSeconds"}), _grace_period),
+    (frozenset({"volumes", "containers", "initContainers"}), _containers_and_volumes),
+    (frozenset({"restartPolicy"}), lambda spec: _enum(spec, "restartPolicy", _RESTART_POLICIES)),
+    (frozenset({"dnsPolicy"}), lambda spec: _enum(spec, "dnsPolicy", _DNS_POLICIES)),
+    (frozenset({"nodeSelector"}), _node_selector),
+    (frozenset({"readinessGates"}), _listed("readinessGates", _readiness_gates)),
+    (frozenset({"schedulingGates"}), _listed("schedulingGates", _scheduling_gates)),
+    (frozenset({"topologySpreadConstraints"}), _listed("topologySpreadConstraints", _topology_spread)),
+    (frozenset({"serviceAccountName"}), lambda spec: _subdomain_field(spec, "serviceAccountName")),
+    (frozenset({"nodeName"}), lambda spec: _subdomain_field(spec, "nodeName")),
+    (frozenset({"activeDeadlineSeconds"}), _deadline),
+    (frozenset({"hostname"}), lambda spec: _label_field(spec, "hostname")),
+    (frozenset({"subdomain"}), lambda spec: _label_field(spec, "subdomain")),
+    (frozenset({"tolerations"}), _listed("tolerations", validate_tolerations)),
+    (frozenset({"priorityClassName"}), lambda spec: _subdomain_field(spec, "priorityClassName")),
+    (frozenset({"preemptionPolicy"}), _preemption),
+)
+"""``ValidatePodSpec``'s rules by the spec fields each one reads, in upstream's order."""
+
+
+def validate_pod_spec(spec: dict[str, Any], only: frozenset[str] | set[str] | None = None) -> list[Cause]:
+    """``ValidatePodSpec`` for the rules above; with ``only``, just the rules reading those fields (the rest of the
+    spec being known valid)."""
+    causes: list[Cause] = []
+    for fields, check in _SECTIONS:
+        if only is None or not fields.isdisjoint(only):
+            causes += check(spec)
     return causes
 
 
 def validate_pod_per_pod_fields(pod: dict[str, Any]) -> list[Cause]:
     """The rules on ``PER_POD_FIELDS``, the fields that tell apart the pods of one template: what remains to check
-    of a pod whose spec otherwise equals one already admitted (in ``validate_pod_spec``'s order)."""
+    of a pod whose spec otherwise equals one already admitted."""
+    return validate_pod_spec(get_map(pod, "spec", ""), PER_POD_FIELDS)
+
+
+def validate_pod_changes(pod: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """The spec rules on the fields an update changed: the stored pod was valid, so the others still are."""
     spec = get_map(pod, "spec", "")
-    return _subdomain_field(spec, "nodeName") + _label_field(spec, "hostname") + _label_field(spec, "subdomain")
+    return validate_pod_spec(spec, changed_keys(spec, old.get("spec") or {}))
 
 
 def validate_pod(pod: dict[str, Any]) -> list[Cause]:

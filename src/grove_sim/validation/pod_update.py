@@ -11,13 +11,23 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from grove_sim.validation.field import Cause, forbidden, get_int, get_list, get_map, invalid, required
+from grove_sim.validation.field import (
+    Cause,
+    changed_keys,
+    forbidden,
+    get_int,
+    get_list,
+    get_map,
+    invalid,
+    required,
+)
 from grove_sim.validation.names import inclusive_range
 from grove_sim.validation.pod import validate_tolerations
 
 __all__ = ["validate_pod_update"]
 
 _MAX_INT32: Final = 2**31 - 1
+_ALWAYS_UPDATABLE: Final = frozenset({"activeDeadlineSeconds", "tolerations", "schedulingGates"})
 _UPDATABLE: Final = ",".join(
     (
         "`spec.containers[*].image`",
@@ -133,31 +143,31 @@ def _munged(new: dict[str, Any], old: dict[str, Any]) -> tuple[dict[str, Any], l
 
 
 def validate_pod_update(new_pod: dict[str, Any], old_pod: dict[str, Any]) -> list[Cause]:
-    """The update-only causes (the new pod is validated as on create besides)."""
+    """The update-only causes (the new pod's changed fields are validated as on create besides). A rule on a field
+    the update left alone passes, as the stored pod was valid, so only the changed fields' rules run."""
     new = get_map(new_pod, "spec", "")
     old = old_pod.get("spec") or {}
-    causes, stop = _container_updates(
-        get_list(new, "containers", "spec"), old.get("containers") or [], "spec.containers"
-    )
-    if stop:
-        return causes
-    init_causes, stop = _container_updates(
-        get_list(new, "initContainers", "spec"), old.get("initContainers") or [], "spec.initContainers"
-    )
-    causes += init_causes
-    if stop:
-        return causes
-    deadline, stop = _deadline(get_int(new, "activeDeadlineSeconds", "spec"), old.get("activeDeadlineSeconds"))
-    causes += deadline
-    if stop:
-        return causes
-    causes += _only_added_tolerations(get_list(new, "tolerations", "spec"), old.get("tolerations") or [])
-    causes += _only_deleted_gates(get_list(new, "schedulingGates", "spec"), old.get("schedulingGates") or [])
-    if new == old:
-        return causes
-    munged, gated_causes = _munged(new, old)
-    causes += gated_causes
-    if munged != old:
-        detail = f"pod updates may not change fields other than {_UPDATABLE}\n{_spec_diff(old, munged)}"
-        causes.append(forbidden("spec", detail))
+    changed = changed_keys(new, old)
+    causes: list[Cause] = []
+    for key in ("containers", "initContainers"):
+        if key in changed:
+            more, stop = _container_updates(get_list(new, key, "spec"), old.get(key) or [], f"spec.{key}")
+            causes += more
+            if stop:
+                return causes
+    if "activeDeadlineSeconds" in changed:
+        deadline, stop = _deadline(get_int(new, "activeDeadlineSeconds", "spec"), old.get("activeDeadlineSeconds"))
+        causes += deadline
+        if stop:
+            return causes
+    if "tolerations" in changed:
+        causes += _only_added_tolerations(get_list(new, "tolerations", "spec"), old.get("tolerations") or [])
+    if "schedulingGates" in changed:
+        causes += _only_deleted_gates(get_list(new, "schedulingGates", "spec"), old.get("schedulingGates") or [])
+    if changed - _ALWAYS_UPDATABLE:
+        munged, gated_causes = _munged(new, old)
+        causes += gated_causes
+        if munged != old:
+            detail = f"pod updates may not change fields other than {_UPDATABLE}\n{_spec_diff(old, munged)}"
+            causes.append(forbidden("spec", detail))
     return causes

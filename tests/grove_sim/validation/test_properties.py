@@ -24,6 +24,10 @@ from grove_sim.registry.core import Core
 from grove_sim.registry.resources import Registry
 from grove_sim.storage.store import Store
 from grove_sim.testing import SimCluster
+from grove_sim.validation import builtin
+from grove_sim.validation.meta import SUBDOMAIN_NAMES, validate_object_meta
+from grove_sim.validation.pod import validate_pod
+from grove_sim.validation.pod_update import validate_pod_update
 
 Create = Callable[[dict[str, Any]], int]
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -260,3 +264,45 @@ def test_no_pod_update_crashes_the_registry(path: str, value: Any) -> None:
     except ApiError as exc:
         code = exc.code
     assert code in (200, 400, 422)
+
+
+UPDATE_EDITS = st.sampled_from(
+    [
+        ("spec/hostname", ["t-1", "T-1"]),
+        (
+            "spec/schedulingGates",
+            [[], [{"name": "example.com/a"}], [{"name": "example.com/b"}], [{"name": "bad gate"}]],
+        ),
+        ("spec/tolerations", [[], [{"key": "k", "operator": "Exists"}], [{"operator": "Equal"}]]),
+        ("spec/activeDeadlineSeconds", [10, 0, None]),
+        ("spec/containers/0/image", ["busybox:2", "", " busybox"]),
+        ("spec/containers/0/env/0/name", ["B", "1B"]),
+        ("spec/nodeSelector", [{"pool": "a"}, {"pool": "a", "rack": "r"}, {"pool": "b" * 64}]),
+        ("metadata/labels", [{"app": "x"}, {"app": "x" * 64}]),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(edits=st.lists(UPDATE_EDITS.flatmap(lambda f: st.tuples(st.just(f[0]), st.sampled_from(f[1]))), max_size=3))
+def test_updates_check_what_changed_as_a_full_check_would(edits: list[tuple[str, Any]]) -> None:
+    """Checking only the fields an update changed gives the causes that checking the whole new pod gives."""
+    old = copy.deepcopy(TEMPLATE)
+    old["spec"].update({"schedulingGates": [{"name": "example.com/a"}], "nodeSelector": {"pool": "a"}})
+    old["metadata"]["labels"] = {"app": "x"}
+    pods = WARM.registry.get("", "v1", "pods")
+    assert pods is not None
+    stored = WARM.create(pods, "default", old, dry_run=True)
+    new = copy.deepcopy(stored)
+    for path, value in edits:
+        *parents, last = path.split("/")
+        target: Any = new
+        for part in parents:
+            target = target[int(part)] if part.isdigit() else target[part]
+        target[last] = value
+    full = (
+        validate_object_meta(new["metadata"], SUBDOMAIN_NAMES, builtin=True)
+        + validate_pod(new)
+        + validate_pod_update(new, stored)
+    )
+    assert builtin.validate(("", "pods"), new, stored, builtin=True) == full
