@@ -100,12 +100,12 @@ class Core:
         """Create an object (POST); returns the stored object (a copy of ``body``, never ``body`` itself)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
-        template = self._templates.stored_spec(body.get("spec")) if info.key == _PODS else None
+        template, template_key = self._templates.lookup(body.get("spec")) if info.key == _PODS else (None, None)
         if template is None:
             obj = clone(body)
         else:
             obj = {key: template if key == "spec" else clone(value) for key, value in body.items()}
-        written = obj.get("spec") if info.key == _PODS and template is None else None
+        written = obj.get("spec") if template is None and template_key is not None else None
         self._check_type(info, obj)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -135,8 +135,8 @@ class Core:
             admission.apply_defaults(info.key, obj)
         admission.prepare_create(info, obj, meta["creationTimestamp"], self._service_ips)
         self._validate(info, obj, None, strict=strict, admitted_spec=template is not None)
-        if isinstance(written, dict):
-            self._templates.remember(written, obj["spec"])
+        if isinstance(written, dict) and template_key is not None:
+            self._templates.remember(template_key, written, obj["spec"])
         if self.store.get(info.key, meta.get("namespace", ""), name) is not None:
             raise errors.already_exists(info.group, info.plural, name)
         if dry_run:

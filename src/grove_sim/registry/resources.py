@@ -41,20 +41,18 @@ class ResourceInfo:
     scale: dict[str, str] | None = None
     selectable_fields: tuple[str, ...] = ()
 
-    @property
-    def key(self) -> ResourceKey:
-        """Storage key shared by every version of the resource."""
-        return (self.group, self.plural)
+    key: ResourceKey = field(init=False)
+    """Storage key shared by every version of the resource: (group, plural)."""
+    group_version: str = field(init=False)
+    """``v1`` for core, ``<group>/<version>`` otherwise (the ``apiVersion`` of its objects)."""
+    has_status: bool = field(init=False)
+    """Whether ``status`` is a separate subresource (main writes then ignore it)."""
 
-    @property
-    def group_version(self) -> str:
-        """``v1`` for core, ``<group>/<version>`` otherwise (the ``apiVersion`` of its objects)."""
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def has_status(self) -> bool:
-        """Whether ``status`` is a separate subresource (main writes then ignore it)."""
-        return "status" in self.subresources
+    def __post_init__(self) -> None:
+        # Read on every request and every write: computed once rather than per access.
+        self.key = (self.group, self.plural)
+        self.group_version = f"{self.group}/{self.version}" if self.group else self.version
+        self.has_status = "status" in self.subresources
 
 
 def _builtin(

@@ -57,25 +57,26 @@ class PodTemplates:
     def __init__(self) -> None:
         self._known: dict[tuple[Any, ...], list[tuple[Spec, Spec]]] = {}
 
-    def stored_spec(self, written: Any) -> Spec | None:
-        """The spec to store for a pod written with ``written``, when an equal spec (per-pod fields aside) was
-        admitted before: the admitted one, with this pod's per-pod fields copied in; None otherwise."""
+    def lookup(self, written: Any) -> tuple[Spec | None, tuple[Any, ...] | None]:
+        """For a pod written with ``written``: the spec to store when an equal spec (per-pod fields aside) was
+        admitted before (the admitted one with this pod's per-pod fields copied in), else None; and the key under
+        which to ``remember`` it once admitted (None when ``written`` is no object)."""
         if written.__class__ is not dict:
-            return None
+            return None, None
         shared = _shared_part(written)
-        for before, admitted in self._known.get(_key(shared), ()):
+        key = _key(shared)
+        for before, admitted in self._known.get(key, ()):
             if before == shared:
                 spec = dict(admitted)
                 for field in PER_POD_FIELDS:
                     if field in written:
                         spec[field] = copy_json(written[field])
-                return spec
-        return None
+                return spec, key
+        return None, key
 
-    def remember(self, written: Spec, stored: Spec) -> None:
-        """A pod written with ``written`` (its spec as copied, before defaulting) was admitted as ``stored``."""
-        shared = _shared_part(written)
-        key = _key(shared)
+    def remember(self, key: tuple[Any, ...], written: Spec, stored: Spec) -> None:
+        """A pod written with ``written`` (its spec as copied, before defaulting; ``key`` from ``lookup``) was
+        admitted as ``stored``."""
         known = self._known.get(key)
         if known is None:
             if len(self._known) >= self.LIMIT:
@@ -83,4 +84,4 @@ class PodTemplates:
             known = self._known[key] = []
         if len(known) >= self.PER_KEY:
             known.pop(0)
-        known.append((shared, _shared_part(stored)))
+        known.append((_shared_part(written), _shared_part(stored)))
