@@ -76,7 +76,7 @@ def validate_volumes(volumes: list[dict[str, Any]], path: str) -> tuple[set[str]
     causes: list[Cause] = []
     for index, volume in enumerate(volumes):
         own: list[Cause] = []
-        if len(_VOLUME_SOURCE_SET.intersection(volume)) > 1:
+        if len(volume) > 2 and len(_VOLUME_SOURCE_SET.intersection(volume)) > 1:  # name and one source: fine
             sources = [key for key in _VOLUME_SOURCES if volume.get(key) is not None]
             detail = "may not specify more than 1 volume type"
             own += [forbidden(f"{path}[{index}].{key}", detail) for key in sources[1:]]
