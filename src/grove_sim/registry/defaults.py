@@ -81,20 +81,27 @@ def _container(container: Obj) -> Obj:
     return _with(container, changes)
 
 
-def _pod(pod: Obj, old_spec: Obj) -> None:
-    spec = pod.get("spec")
-    if spec is None:
-        spec = pod["spec"] = {}
-    if not isinstance(spec, dict) or spec is old_spec:
-        return
-    changes = _missing(spec, _POD_SPEC)
-    for key in ("containers", "initContainers"):
-        if spec.get(key) is old_spec.get(key):  # shared with the stored, defaulted version: nothing new in it
-            continue
-        items = _each(spec.get(key), _container)
-        if items is not spec.get(key):
-            changes[key] = items
-    pod["spec"] = _with(spec, changes)
+def _spec_defaults(scalars: dict[str, Any], lists: dict[str, Callable[[Obj], Obj]]) -> Callable[[Obj, Obj], None]:
+    """Defaulting of a kind's ``spec``: ``scalars`` when missing, and each item of the ``lists`` fixed; lists still
+    shared with the stored, defaulted version (``old_spec``) hold nothing new and are skipped."""
+
+    def default(obj: Obj, old_spec: Obj) -> None:
+        spec = obj.get("spec")
+        if spec is None:
+            spec = obj["spec"] = {}
+        if not isinstance(spec, dict) or spec is old_spec:
+            return
+        changes = _missing(spec, scalars)
+        for key, fix in lists.items():
+            items = spec.get(key)
+            if items is old_spec.get(key):
+                continue
+            fixed = _each(items, fix)
+            if fixed is not items:
+                changes[key] = fixed
+        obj["spec"] = _with(spec, changes)
+
+    return default
 
 
 def _service_port(port: Obj) -> Obj:
@@ -104,27 +111,14 @@ def _service_port(port: Obj) -> Obj:
     return _with(port, changes)
 
 
-def _service(service: Obj, old_spec: Obj) -> None:
-    spec = service.get("spec")
-    if spec is None:
-        spec = service["spec"] = {}
-    if not isinstance(spec, dict) or spec is old_spec:
-        return
-    changes = _missing(spec, {"type": "ClusterIP", "sessionAffinity": "None"})
-    ports = _each(spec.get("ports"), _service_port)
-    if ports is not spec.get("ports"):
-        changes["ports"] = ports
-    service["spec"] = _with(spec, changes)
-
-
 def _secret(secret: Obj, old_spec: Obj) -> None:
     if not secret.get("type"):
         secret["type"] = "Opaque"
 
 
 _DEFAULTS: Final[dict[tuple[str, str], Callable[[Obj, Obj], None]]] = {
-    ("", "pods"): _pod,
-    ("", "services"): _service,
+    ("", "pods"): _spec_defaults(_POD_SPEC, {"containers": _container, "initContainers": _container}),
+    ("", "services"): _spec_defaults({"type": "ClusterIP", "sessionAffinity": "None"}, {"ports": _service_port}),
     ("", "secrets"): _secret,
 }
 
