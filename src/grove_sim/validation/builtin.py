@@ -57,6 +57,7 @@ class KindRules:
 
     names: NameRule = SUBDOMAIN_NAMES
     always: Check | None = None
+    """The kind's own rules on every write."""
     admitted: Check | None = None
     """What to check instead of ``always`` when the object's spec equals one admitted before."""
     changes: UpdateCheck | None = None

@@ -1,8 +1,10 @@
-"""Pod validation on create: ``ValidatePodCreate`` (metadata, then ``ValidatePodSpec``), as kube-apiserver does it.
+"""Pod spec validation: ``ValidatePodSpec`` and what ``ValidatePodCreate`` adds, as kube-apiserver does it.
 
 The spec rules beyond containers and volumes (``grove_sim.validation.containers``): restart and DNS policies, node
 selector labels, tolerations, scheduling gates and readiness gates, topology spread constraints, hostname and
-subdomain (DNS-1123 labels), service account, node and priority class names, and ``activeDeadlineSeconds``.
+subdomain (DNS-1123 labels), service account, node and priority class names, and ``activeDeadlineSeconds``. The
+rules form a table of sections by the spec fields each reads, so that a write can have only the rules on the fields
+it changed checked: a known-valid spec's per-pod fields, an update's changed fields.
 """
 
 from __future__ import annotations
