@@ -16,16 +16,16 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from grove_sim.core import Core
-from grove_sim.gc import GarbageCollector
-from grove_sim.handlers import ApiContext
-from grove_sim.kubelet import Kubelet, KubeletOptions
-from grove_sim.namespaces import NamespaceController
-from grove_sim.resources import Registry
-from grove_sim.routes import make_app
-from grove_sim.storage import DEFAULT_HISTORY, Store
-from grove_sim.tokens import TokenController
-from grove_sim.workqueue import WorkQueue
+from grove_sim.controllers.gc import GarbageCollector
+from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
+from grove_sim.controllers.namespaces import NamespaceController
+from grove_sim.controllers.tokens import TokenController
+from grove_sim.controllers.workqueue import WorkQueue
+from grove_sim.http.app import make_app
+from grove_sim.http.context import ApiContext
+from grove_sim.registry.core import Core
+from grove_sim.registry.resources import Registry
+from grove_sim.storage.store import DEFAULT_HISTORY, Store
 
 __all__ = ["SimOptions", "SimServer", "kubeconfig_document", "write_kubeconfig"]
 

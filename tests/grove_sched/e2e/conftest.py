@@ -52,7 +52,14 @@ def pod_body(name: str, gang: str | None, gpus: int, *, gated: bool = True, ns: 
     spec: Obj = {
         "schedulerName": SCHED,
         "containers": [
-            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)}}}
+            {
+                "name": "main",
+                "image": "busybox",
+                "resources": {
+                    "requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)},
+                    "limits": {"nvidia.com/gpu": str(gpus)},
+                },
+            }
         ],
     }
     if gated:

@@ -1,69 +1,14 @@
-"""Fixtures for the API-server tests: a per-test namespace, a small CRD of our own, and polling helpers."""
+"""Fixtures for the API-server tests: polling helpers (the namespace and Widget CRD fixtures live one level up)."""
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import pytest
-from kubernetes_asyncio import client
-
-from grove_sim.testing import SimCluster
 
 T = TypeVar("T")
-
-WIDGET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.dev"},
-    "spec": {
-        "group": "example.dev",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {
-                    "status": {},
-                    "scale": {
-                        "specReplicasPath": ".spec.replicas",
-                        "statusReplicasPath": ".status.replicas",
-                        "labelSelectorPath": ".status.selector",
-                    },
-                },
-                "additionalPrinterColumns": [
-                    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                ],
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "replicas": {"type": "integer", "minimum": 0, "default": 1},
-                                    "color": {"type": "string", "enum": ["red", "blue"]},
-                                },
-                            },
-                            "status": {
-                                "type": "object",
-                                "properties": {
-                                    "replicas": {"type": "integer"},
-                                    "selector": {"type": "string"},
-                                },
-                            },
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 async def eventually(probe: Callable[[], Awaitable[T | None]], *, attempts: int = 200, delay: float = 0.02) -> T:
@@ -74,26 +19,6 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], *, attempts: int 
             return value
         await asyncio.sleep(delay)
     raise AssertionError("condition never became true")
-
-
-@pytest.fixture(scope="module")
-def widget_crd(sim: SimCluster) -> dict[str, Any]:
-    """The Widget CRD installed once per module (through the store, as kubectl apply would)."""
-
-    def install(server: Any) -> dict[str, Any]:
-        info = server.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        existing = server.store.get(info.key, "", "widgets.example.dev")
-        return existing if existing is not None else server.core.create(info, "", WIDGET_CRD)
-
-    return sim.call(install)
-
-
-@pytest.fixture
-async def namespace(api_client: client.ApiClient) -> str:
-    """A fresh namespace for one test."""
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    await client.CoreV1Api(api_client).create_namespace({"metadata": {"name": name}})
-    return name
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 
 import aiohttp
 
-from grove_sim.discovery import AGGREGATED_V2, OPENAPI_V2_PROTOBUF
+from grove_sim.http.discovery import AGGREGATED_V2, OPENAPI_V2_PROTOBUF
 from grove_sim.testing import SimCluster
 
 

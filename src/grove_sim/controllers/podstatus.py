@@ -1,0 +1,186 @@
+"""Pod status documents as a real kubelet writes them: conditions, container statuses, effective requests.
+
+Kept apart from ``grove_sim.controllers.kubelet`` (which decides *when* a pod changes state) so the shapes clients
+parse — ``initContainerStatuses`` during ``Init:i/n``, running ``containerStatuses``, the five pod conditions with
+stable ``lastTransitionTime`` — are pure functions of the pod and its progress.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from fractions import Fraction
+from typing import Any
+
+from grove_sim.machinery.quantity import QuantityError, parse_quantity
+from grove_sim.registry.core import now_rfc3339
+
+__all__ = ["condition", "init_status", "pod_requests", "running_status", "set_conditions"]
+
+
+def _container_requests(container: dict[str, Any]) -> dict[str, Fraction]:
+    resources = container.get("resources") or {}
+    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    out: dict[str, Fraction] = {}
+    for name, value in merged.items():
+        with contextlib.suppress(QuantityError):
+            out[name] = parse_quantity(value)
+    return out
+
+
+def pod_requests(pod: dict[str, Any]) -> dict[str, Fraction]:
+    """Effective requests: max(any init container, sum of containers) per resource, plus one ``pods`` slot."""
+    spec = pod.get("spec") or {}
+    total: dict[str, Fraction] = defaultdict(Fraction)
+    for container in spec.get("containers") or []:
+        for name, value in _container_requests(container).items():
+            total[name] += value
+    for container in spec.get("initContainers") or []:
+        for name, value in _container_requests(container).items():
+            total[name] = max(total[name], value)
+    total["pods"] = Fraction(1)
+    return {k: v for k, v in total.items() if v > 0}
+
+
+def condition(type_: str, status: str, now: str, reason: str = "") -> dict[str, Any]:
+    """One pod condition as the kubelet writes it."""
+    cond: dict[str, Any] = {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
+    if reason:
+        cond["reason"] = reason
+    return cond
+
+
+def set_conditions(status: dict[str, Any], values: dict[str, tuple[str, str]]) -> None:
+    """Set condition values, keeping lastTransitionTime when a condition does not change, in kubelet order."""
+    now = now_rfc3339()
+    current = {c.get("type"): c for c in status.get("conditions") or []}
+    for type_, (value, reason) in values.items():
+        old = current.get(type_)
+        if old is None or old.get("status") != value:
+            current[type_] = condition(type_, value, now, reason)
+    order = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+    status["conditions"] = sorted(current.values(), key=lambda c: order.index(c["type"]) if c["type"] in order else 99)
+
+
+def init_status(
+    pod: dict[str, Any],
+    status: dict[str, Any],
+    *,
+    next_init: int,
+    restarts: int,
+    last_error: dict[str, Any] | None,
+    waiting_reason: str = "",
+) -> dict[str, Any]:
+    """Status while init container ``next_init`` runs (or backs off after ``last_error``): ``Init:i/n``."""
+    init = list((pod.get("spec") or {}).get("initContainers") or [])
+    status["phase"] = "Pending"
+    statuses = []
+    for i, container in enumerate(init):
+        entry: dict[str, Any] = {
+            "name": container.get("name"),
+            "image": container.get("image"),
+            "imageID": "",
+            "ready": False,
+            "restartCount": restarts if i == next_init else 0,
+            "started": False,
+        }
+        if i < next_init:
+            entry["state"] = {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": status["startTime"],
+                    "finishedAt": now_rfc3339(),
+                }
+            }
+        elif i == next_init and waiting_reason and last_error is not None:
+            entry["state"] = {
+                "waiting": {
+                    "reason": waiting_reason,
+                    "message": f"back-off restarting failed container {container.get('name')}",
+                }
+            }
+            entry["lastState"] = {"terminated": last_error}
+        elif i == next_init:
+            entry["state"] = {"running": {"startedAt": now_rfc3339()}}
+            entry["started"] = True
+        else:
+            entry["state"] = {"waiting": {"reason": "PodInitializing"}}
+        statuses.append(entry)
+    status["initContainerStatuses"] = statuses
+    status["containerStatuses"] = [
+        {
+            "name": c.get("name"),
+            "image": c.get("image"),
+            "imageID": "",
+            "ready": False,
+            "restartCount": 0,
+            "started": False,
+            "state": {"waiting": {"reason": "PodInitializing"}},
+        }
+        for c in (pod.get("spec") or {}).get("containers") or []
+    ]
+    set_conditions(
+        status,
+        {
+            "PodReadyToStartContainers": ("True", ""),
+            "Initialized": ("False", "ContainersNotInitialized"),
+            "Ready": ("False", "ContainersNotReady"),
+            "ContainersReady": ("False", "ContainersNotReady"),
+            "PodScheduled": ("True", ""),
+        },
+    )
+    return status
+
+
+def running_status(pod: dict[str, Any], status: dict[str, Any], *, restarts: int, ready: bool) -> dict[str, Any]:
+    """Status of a started pod: every init container Completed, app containers running, Ready per ``ready``."""
+    status["phase"] = "Running"
+    started = status["startTime"]
+    init = (pod.get("spec") or {}).get("initContainers") or []
+    if init:
+        status["initContainerStatuses"] = [
+            {
+                "name": c.get("name"),
+                "image": c.get("image"),
+                "imageID": "",
+                "ready": True,
+                "restartCount": restarts if c is init[-1] else 0,
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": started,
+                        "finishedAt": started,
+                    }
+                },
+            }
+            for c in init
+        ]
+    status["containerStatuses"] = [
+        {
+            "name": c.get("name"),
+            "image": c.get("image"),
+            "imageID": f"sim://{c.get('image')}",
+            "containerID": f"containerd://{pod['metadata'].get('uid', '')[:8]}{i}",
+            "ready": ready,
+            "restartCount": 0,
+            "started": True,
+            "state": {"running": {"startedAt": started}},
+        }
+        for i, c in enumerate((pod.get("spec") or {}).get("containers") or [])
+    ]
+    value = "True" if ready else "False"
+    reason = "" if ready else "ContainersNotReady"
+    set_conditions(
+        status,
+        {
+            "PodReadyToStartContainers": ("True", ""),
+            "Initialized": ("True", ""),
+            "Ready": (value, reason),
+            "ContainersReady": (value, reason),
+            "PodScheduled": ("True", ""),
+        },
+    )
+    return status

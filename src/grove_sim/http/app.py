@@ -1,0 +1,52 @@
+"""The aiohttp application: one catch-all route that dispatches like the apiserver's handler chain.
+
+Non-resource paths (``/version``, health, discovery, OpenAPI) are answered by ``grove_sim.http.nonresource``;
+resource paths are parsed into a ``RequestInfo`` and dispatched by ``grove_sim.http.dispatch``. Every failure,
+including unexpected exceptions, leaves as a ``metav1.Status`` so clients never see a non-Status error body
+(apiserver-notes §2.8).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from grove_sim.http.context import ApiContext, json_response
+from grove_sim.http.dispatch import handle_resource
+from grove_sim.http.nonresource import serve_nonresource
+from grove_sim.http.requestinfo import parse_path
+from grove_sim.machinery import errors
+
+__all__ = ["make_app"]
+
+_log = logging.getLogger(__name__)
+
+
+def make_app(ctx: ApiContext) -> web.Application:
+    """The application serving the Kubernetes API for ``ctx``."""
+
+    async def dispatch(request: web.Request) -> web.StreamResponse:
+        try:
+            if request.method == "GET":
+                answered = serve_nonresource(ctx.core.registry, request)
+                if answered is not None:
+                    return answered
+            ri = parse_path(request.path)
+            if ri is None or not ri.plural:
+                raise errors.route_not_found()
+            info = ctx.core.registry.get(ri.group, ri.version, ri.plural)
+            if info is None:
+                raise errors.route_not_found()
+            return await handle_resource(ctx, request, ri, info)
+        except errors.ApiError as exc:
+            return json_response(exc.status(), exc.code)
+        except web.HTTPException:
+            raise
+        except Exception as exc:
+            _log.exception("internal error serving %s %s", request.method, request.path_qs)
+            return json_response(errors.status_body(500, "InternalError", f"Internal error occurred: {exc}"), 500)
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_route("*", "/{tail:.*}", dispatch)
+    return app

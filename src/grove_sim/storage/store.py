@@ -1,0 +1,272 @@
+"""The versioned object store: one global resourceVersion, O(1) lookups, bounded per-collection event history.
+
+It plays etcd's role. Every write goes through ``put`` or ``remove``, which stamp the next global resourceVersion,
+append one ``Event`` to the collection's history (the replay window for "watch from resourceVersion N") and hand
+the event to the collection's watchers and to in-process listeners (the garbage collector, namespace controller,
+kubelet and token controller).
+
+Ownership rule: a stored object, and every dict and list reachable from it, is immutable. Writers build a new
+top-level dict with new containers along every path they change and ``put`` it; untouched subtrees may be shared
+with the previous version (the patch functions' ``copy_target=False``). So readers, watch events, history and
+older versions share structure without copies, and one write is JSON-encoded once: the event's encoding feeds
+every watcher's line and the HTTP response (``encoded``). Only the newest ``ENCODED_EVENTS`` events of a
+collection keep their encoding; an older one re-encodes if a watch replays it.
+
+The store is single-threaded by design: every caller runs on the server's event loop, so a write and its
+notifications are atomic with respect to each other.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+__all__ = [
+    "DEFAULT_HISTORY",
+    "ENCODED_EVENTS",
+    "Event",
+    "ObjectRef",
+    "ResourceKey",
+    "Store",
+    "TooOld",
+    "WatchSink",
+    "dumps",
+]
+
+ResourceKey = tuple[str, str]
+"""(group, plural): identifies a stored collection independent of the served version."""
+
+DEFAULT_HISTORY = 20_000
+"""Events kept per collection for watch replay; older resourceVersions get 410 Expired."""
+
+ENCODED_EVENTS = 256
+"""Newest events per collection that keep their JSON encoding (watchers that lag hold their own line bytes)."""
+
+ObjectRef = tuple[ResourceKey, str, str]
+"""(collection, namespace, name) of a stored object; namespace is "" for cluster-scoped kinds."""
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON, as the real server sends it."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Event:
+    """One committed change: the new state (or last state for DELETED) and the previous state."""
+
+    __slots__ = ("_json", "_lines", "key", "obj", "old", "rv", "type")
+
+    def __init__(self, type_: str, key: ResourceKey, obj: dict[str, Any], old: dict[str, Any] | None, rv: int):
+        self.type = type_
+        self.key = key
+        self.obj = obj
+        self.old = old
+        self.rv = rv
+        self._json: bytes | None = None
+        self._lines: dict[str, bytes] | None = None
+
+    def object_json(self) -> bytes:
+        """The object's JSON, encoded once and shared by the response and every watcher that sends it."""
+        if self._json is None:
+            self._json = dumps(self.obj)
+        return self._json
+
+    def line(self, type_: str | None = None) -> bytes:
+        """One watch-stream line ``{"type":…,"object":…}\\n``, built once per type and shared by all watchers."""
+        type_ = type_ or self.type
+        lines = self._lines
+        if lines is None:
+            lines = self._lines = {}
+        line = lines.get(type_)
+        if line is None:
+            line = lines[type_] = b'{"type":"' + type_.encode() + b'","object":' + self.object_json() + b"}\n"
+        return line
+
+    def drop_encoding(self) -> None:
+        """Forget the cached JSON and lines (memory); they are rebuilt if the event is ever sent again."""
+        self._json = None
+        self._lines = None
+
+
+class TooOld(Exception):
+    """A watch asked to replay from a resourceVersion older than the history window."""
+
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {requested} ({oldest})")
+        self.requested = requested
+        self.oldest = oldest
+
+
+class WatchSink(Protocol):
+    """Anything that wants committed events of one collection (an HTTP watch stream)."""
+
+    def offer(self, event: Event) -> None:
+        """Receive one event, synchronously; must not write to the store."""
+
+
+Listener = Callable[[Event], None]
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+class Store:
+    """All objects of all collections, their history and their watchers."""
+
+    def __init__(self, history: int = DEFAULT_HISTORY) -> None:
+        self.rv = 1
+        self._history_limit = max(1, history)
+        self._by_ns: dict[ResourceKey, dict[str, dict[str, dict[str, Any]]]] = {}
+        self._history: dict[ResourceKey, deque[Event]] = {}
+        self._compacted: dict[ResourceKey, int] = {}
+        self._watchers: dict[ResourceKey, set[WatchSink]] = {}
+        self._listeners: list[Listener] = []
+        self._uids: dict[str, ObjectRef] = {}
+        self._dependents: dict[str, set[ObjectRef]] = {}
+        self._last: Event | None = None
+
+    # ---------------------------------------------------------------------------------------------------- reads
+
+    def get(self, key: ResourceKey, namespace: str, name: str) -> dict[str, Any] | None:
+        """The stored object or None (O(1))."""
+        return self._by_ns.get(key, {}).get(namespace, {}).get(name)
+
+    def list(self, key: ResourceKey, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Objects of a collection sorted by (namespace, name); ``namespace=None`` means all namespaces."""
+        spaces = self._by_ns.get(key, {})
+        if namespace is not None:
+            bucket = spaces.get(namespace, {})
+            return [bucket[n] for n in sorted(bucket)]
+        return [spaces[ns][n] for ns in sorted(spaces) for n in sorted(spaces[ns])]
+
+    def count(self, key: ResourceKey, namespace: str | None = None) -> int:
+        """Number of stored objects (in one namespace or in all)."""
+        spaces = self._by_ns.get(key, {})
+        if namespace is not None:
+            return len(spaces.get(namespace, {}))
+        return sum(len(b) for b in spaces.values())
+
+    def collections(self) -> builtins.list[ResourceKey]:
+        """Collections that hold or held objects."""
+        return list(self._by_ns)
+
+    def encoded(self, obj: dict[str, Any]) -> bytes:
+        """JSON of ``obj``, reusing the last commit's encoding when ``obj`` is the object that commit stored.
+
+        Handlers answer a write with the object they just stored; the identity check makes the reuse exact (same
+        object, hence same representation), and anything else (dry runs, no-op updates, reads) is encoded afresh.
+        """
+        last = self._last
+        if last is not None and last.obj is obj:
+            return last.object_json()
+        return dumps(obj)
+
+    def by_uid(self, uid: str) -> ObjectRef | None:
+        """Where the object with this uid lives, or None if no such object exists."""
+        return self._uids.get(uid)
+
+    def dependents(self, owner_uid: str) -> builtins.list[ObjectRef]:
+        """Objects whose ownerReferences name this uid."""
+        return sorted(self._dependents.get(owner_uid, ()))
+
+    # --------------------------------------------------------------------------------------------------- writes
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener`` synchronously after every commit (it must only schedule work, never write)."""
+        self._listeners.append(listener)
+
+    def put(self, key: ResourceKey, obj: dict[str, Any], old: dict[str, Any] | None) -> Event:
+        """Store ``obj`` (taking ownership), stamping the next resourceVersion; emits ADDED or MODIFIED."""
+        self.rv += 1
+        meta = obj.setdefault("metadata", {})
+        meta["resourceVersion"] = str(self.rv)
+        namespace, name = meta.get("namespace", ""), meta["name"]
+        self._by_ns.setdefault(key, {}).setdefault(namespace, {})[name] = obj
+        ref: ObjectRef = (key, namespace, name)
+        if old is not None:
+            self._unindex(ref, old)
+        self._index(ref, obj)
+        return self._commit(Event("ADDED" if old is None else "MODIFIED", key, obj, old, self.rv))
+
+    def remove(self, key: ResourceKey, obj: dict[str, Any]) -> Event:
+        """Delete the stored object; the DELETED event carries its last state with a new resourceVersion."""
+        meta = _meta(obj)
+        namespace, name = meta.get("namespace", ""), meta["name"]
+        spaces = self._by_ns.get(key, {})
+        bucket = spaces.get(namespace, {})
+        old = bucket.pop(name, None)
+        if not bucket:
+            spaces.pop(namespace, None)
+        if old is not None:
+            self._unindex((key, namespace, name), old)
+        self.rv += 1
+        last = {**obj, "metadata": {**meta, "resourceVersion": str(self.rv)}}
+        return self._commit(Event("DELETED", key, last, old, self.rv))
+
+    def _index(self, ref: ObjectRef, obj: dict[str, Any]) -> None:
+        meta = _meta(obj)
+        uid = meta.get("uid")
+        if uid:
+            self._uids[uid] = ref
+        for owner in meta.get("ownerReferences") or ():
+            owner_uid = owner.get("uid") if isinstance(owner, dict) else None
+            if owner_uid:
+                self._dependents.setdefault(owner_uid, set()).add(ref)
+
+    def _unindex(self, ref: ObjectRef, obj: dict[str, Any]) -> None:
+        meta = _meta(obj)
+        uid = meta.get("uid")
+        if uid and self._uids.get(uid) == ref:
+            del self._uids[uid]
+        for owner in meta.get("ownerReferences") or ():
+            owner_uid = owner.get("uid") if isinstance(owner, dict) else None
+            deps = self._dependents.get(owner_uid or "")
+            if deps is not None:
+                deps.discard(ref)
+                if not deps:
+                    del self._dependents[owner_uid or ""]
+
+    def _commit(self, event: Event) -> Event:
+        history = self._history.get(event.key)
+        if history is None:
+            history = self._history[event.key] = deque()
+        if len(history) >= self._history_limit:
+            self._compacted[event.key] = history.popleft().rv
+        history.append(event)
+        if len(history) > ENCODED_EVENTS:
+            history[-ENCODED_EVENTS - 1].drop_encoding()
+        self._last = event
+        for sink in list(self._watchers.get(event.key, ())):
+            sink.offer(event)
+        for listener in self._listeners:
+            listener(event)
+        return event
+
+    # ---------------------------------------------------------------------------------------------------- watch
+
+    def subscribe(self, key: ResourceKey, sink: WatchSink, since: int | None) -> Iterable[Event]:
+        """Register a watcher; returns the history events after ``since`` to replay first (none when None).
+
+        Raises ``TooOld`` when events after ``since`` have already been dropped from the window.
+        """
+        replay: list[Event] = []
+        if since is not None:
+            compacted = self._compacted.get(key, 0)
+            if since < compacted:
+                raise TooOld(since, compacted + 1)
+            replay = [e for e in self._history.get(key, ()) if e.rv > since]
+        self._watchers.setdefault(key, set()).add(sink)
+        return replay
+
+    def unsubscribe(self, key: ResourceKey, sink: WatchSink) -> None:
+        """Stop delivering events to ``sink``."""
+        self._watchers.get(key, set()).discard(sink)
+
+    def watcher_count(self) -> int:
+        """Open watch streams (for metrics and tests)."""
+        return sum(len(s) for s in self._watchers.values())
