@@ -65,7 +65,8 @@ async def test_a_node_with_odd_allocatable_is_set_aside_and_the_others_keep_sche
 async def impossible_gang(kube: KubeClient, name: str, amount: str) -> None:
     """A PodGang of one ungated pod asking `amount` GPUs."""
     body = pod_body(f"{name}-0", name, 1, gated=False)
-    body["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = amount
+    resources = body["spec"]["containers"][0]["resources"]
+    resources["requests"]["nvidia.com/gpu"] = resources["limits"]["nvidia.com/gpu"] = amount
     await kube.create(PODS, body)
     group = {"name": "w", "podReferences": [{"namespace": "default", "name": f"{name}-0"}], "minReplicas": 1}
     spec = {"podgroups": [group]}
