@@ -56,10 +56,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metrics=Address(cmdline.LOOPBACK, METRICS_PORT),
         health_note=f" (default: {cmdline.LOOPBACK}:{HEALTH_PORT})",
     )
-    parser.add_argument(
-        "--leader-elect", action=argparse.BooleanOptionalAction, default=True, help="run leader election on a Lease"
-    )
-    cmdline.add_lease_namespace_flag(parser)
+    cmdline.add_leader_election_flags(parser, lease_name=OperatorConfig().lease.name)
     parser.add_argument("--default-scheduler-name", default=DEFAULT_SCHEDULER_NAME)
     parser.add_argument("--namespace", default=None, help="watch only this namespace (default: all)")
     parser.add_argument("--pcs-workers", type=int, default=10)
@@ -73,7 +70,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="refuse (lastErrors, Warning Event) a PodCliqueSet, scaling group or PodClique asking for more pods",
     )
     parser.add_argument("--log-level", default="INFO")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.lease = cmdline.lease_settings(parser, args)
+    return args
 
 
 def config_from_args(args: argparse.Namespace) -> OperatorConfig:
@@ -87,7 +86,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         init_container_image=OperatorConfig.init_image_from_env(),
         watch_namespace=args.namespace,
         leader_elect=args.leader_elect,
-        lease_namespace=args.lease_namespace,
+        lease=args.lease,
         health_host=args.health.host if args.health is not None else cmdline.LOOPBACK,
         metrics_host=args.metrics.host if args.metrics is not None else cmdline.LOOPBACK,
         metrics_port=args.metrics.port if args.metrics is not None else None,

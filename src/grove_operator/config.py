@@ -7,10 +7,10 @@ One frozen dataclass, filled by the CLI and by tests, so every component sees th
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grove_api import labels as glabels
-from grove_runtime.kubeconfig import DEFAULT_LEASE_NAMESPACE
+from grove_runtime.leaderelection import LeaseSettings
 
 __all__ = [
     "DEFAULT_INIT_CONTAINER_IMAGE",
@@ -38,9 +38,7 @@ class OperatorConfig:
     retry_interval: float = 5.0
     watch_namespace: str | None = None
     leader_elect: bool = True
-    lease_namespace: str = DEFAULT_LEASE_NAMESPACE
-    lease_name: str = "grove-operator-leader-election"
-    identity: str | None = None
+    lease: LeaseSettings = field(default_factory=lambda: LeaseSettings(name="grove-operator-leader-election"))
     metrics_port: int | None = 2752
     health_host: str = "127.0.0.1"
     metrics_host: str = "127.0.0.1"

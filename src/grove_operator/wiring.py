@@ -26,8 +26,6 @@ with only the fields the operator reads (`grove_operator.podcache`).
 
 from __future__ import annotations
 
-import os
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +64,6 @@ from grove_runtime.expectations import Expectations
 from grove_runtime.handlers import enqueue_mapped, enqueue_owner, enqueue_self
 from grove_runtime.health import Address
 from grove_runtime.keys import ObjectKey
-from grove_runtime.leaderelection import LeaderElector
 from grove_runtime.manager import Manager
 from grove_runtime.metrics import ControllerMetrics
 from grove_runtime.predicates import Predicate, predicate
@@ -274,15 +271,7 @@ def build(
     gang = controller("podgang", PodGangReconciler(deps), config.podgang_workers)
     gang.watch(gang_inf, enqueue_self(), GENERATION_OR_DELETION)
 
-    elector = None
-    if config.leader_elect:
-        elector = LeaderElector(
-            client,
-            namespace=config.lease_namespace,
-            name=config.lease_name,
-            identity=config.identity or f"{socket.gethostname()}-{os.getpid()}",
-            clock=clock,
-        )
+    elector = config.lease.elector(client, clock) if config.leader_elect else None
     manager = Manager(
         client,
         cache=cache,

@@ -21,13 +21,15 @@ from typing import Any
 
 from grove_runtime.health import Address, ListenError, parse_bind_address
 from grove_runtime.kubeconfig import KubeconfigError, own_namespace
+from grove_runtime.leaderelection import LeaseSettings
 
 __all__ = [
     "EXIT_SETUP",
     "LOOPBACK",
     "add_kubeconfig_flag",
-    "add_lease_namespace_flag",
+    "add_leader_election_flags",
     "add_listener_flags",
+    "lease_settings",
     "run_program",
 ]
 
@@ -45,13 +47,46 @@ def add_kubeconfig_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_lease_namespace_flag(parser: argparse.ArgumentParser) -> None:
-    """``--lease-namespace NS``: default the pod's own namespace in a cluster, else grove-system."""
+def add_leader_election_flags(parser: argparse.ArgumentParser, *, lease_name: str) -> None:
+    """``--leader-elect``, ``--lease-name``, ``--lease-namespace`` (default: the pod's own namespace in a cluster,
+    else grove-system) and kube-scheduler's ``--leader-elect-{lease-duration,renew-deadline,retry-period}``."""
+    timing = LeaseSettings(name=lease_name)
+    parser.add_argument(
+        "--leader-elect", action=argparse.BooleanOptionalAction, default=True, help="run leader election on a Lease"
+    )
+    parser.add_argument("--lease-name", default=lease_name, help=f"name of the Lease (default: {lease_name})")
     parser.add_argument(
         "--lease-namespace",
         default=own_namespace(),
         help="namespace of the leader-election Lease (default: $POD_NAMESPACE, the service account's namespace "
         "in a pod, else grove-system)",
+    )
+    parser.add_argument(
+        "--leader-elect-lease-duration", type=float, default=timing.lease_duration,
+        help="seconds a candidate waits after the last renewal it saw before taking the Lease over",
+    )  # fmt: skip
+    parser.add_argument(
+        "--leader-elect-renew-deadline", type=float, default=timing.renew_deadline,
+        help="seconds the leader keeps acting without a successful renewal (less than the lease duration)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--leader-elect-retry-period", type=float, default=timing.retry_period,
+        help="seconds between attempts to acquire or renew the Lease",
+    )  # fmt: skip
+
+
+def lease_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LeaseSettings:
+    """The Lease the flags of :func:`add_leader_election_flags` describe; inconsistent timings are a usage error."""
+    if not args.leader_elect_lease_duration > args.leader_elect_renew_deadline > args.leader_elect_retry_period > 0:
+        parser.error(
+            "need --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0"
+        )
+    return LeaseSettings(
+        name=args.lease_name,
+        namespace=args.lease_namespace,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
     )
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -33,6 +34,7 @@ import structlog
 from grove_runtime import errors
 from grove_runtime.client import Client
 from grove_runtime.clock import Clock, LoopClock
+from grove_runtime.kubeconfig import DEFAULT_LEASE_NAMESPACE
 from grove_runtime.resources import LEASES
 
 Obj = dict[str, Any]
@@ -46,6 +48,35 @@ class LeadershipLost(Exception):
 def default_identity() -> str:
     """A candidate's identity unless configured: host name and process id, unique among running candidates."""
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseSettings:
+    """Which Lease a program elects its leader on, and how (client-go's defaults: 15 s, 10 s, 2 s).
+
+    Why one type: both programs take the same flags (`grove_runtime.cmdline.add_leader_election_flags`) and build
+    their elector the same way (:meth:`elector`).
+    """
+
+    name: str
+    namespace: str = DEFAULT_LEASE_NAMESPACE
+    identity: str | None = None
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def elector(self, client: Client, clock: Clock | None = None) -> LeaderElector:
+        """An elector for this Lease; the identity defaults to :func:`default_identity`."""
+        return LeaderElector(
+            client,
+            namespace=self.namespace,
+            name=self.name,
+            identity=self.identity or default_identity(),
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
+            clock=clock,
+        )
 
 
 def unfenced() -> bool:

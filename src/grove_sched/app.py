@@ -18,7 +18,7 @@ from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.controller import Controller
 from grove_runtime.events import EventRecorder
 from grove_runtime.health import Address
-from grove_runtime.leaderelection import LeaderElector, default_identity, unfenced
+from grove_runtime.leaderelection import unfenced
 from grove_runtime.manager import Manager
 from grove_runtime.metrics import ControllerMetrics
 from grove_runtime.resources import NODES, PODS, PRIORITYCLASSES
@@ -81,18 +81,7 @@ def build(
     metrics = SchedulerMetrics(registry)
     recorder = EventRecorder(client, config.scheduler_name, clock=clock)
     book = StatusBook()
-    elector = None
-    if config.leader_elect:
-        elector = LeaderElector(
-            client,
-            namespace=config.lease_namespace,
-            name=config.lease_name,
-            identity=config.identity or default_identity(),
-            lease_duration=config.lease_duration,
-            renew_deadline=config.renew_deadline,
-            retry_period=config.retry_period,
-            clock=clock,
-        )
+    elector = config.lease.elector(client, clock) if config.leader_elect else None
     leading = elector.leading if elector is not None else unfenced
     source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_name)
     scheduler = Scheduler(

@@ -39,29 +39,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         metrics=Address(defaults.metrics_host, defaults.metrics_port or 0),
         health_note=" (default: on the metrics listener)",
     )
-    parser.add_argument(
-        "--leader-elect", action=argparse.BooleanOptionalAction, default=defaults.leader_elect, help="use a Lease"
-    )
-    parser.add_argument("--lease-name", default=defaults.lease_name)
-    cmdline.add_lease_namespace_flag(parser)
-    parser.add_argument(
-        "--leader-elect-lease-duration",
-        type=float,
-        default=defaults.lease_duration,
-        help="seconds a candidate waits after the last renewal it saw before taking the Lease over",
-    )
-    parser.add_argument(
-        "--leader-elect-renew-deadline",
-        type=float,
-        default=defaults.renew_deadline,
-        help="seconds the leader keeps acting without a successful renewal (less than the lease duration)",
-    )
-    parser.add_argument(
-        "--leader-elect-retry-period",
-        type=float,
-        default=defaults.retry_period,
-        help="seconds between attempts to acquire or renew the Lease",
-    )
+    cmdline.add_leader_election_flags(parser, lease_name=defaults.lease.name)
     parser.add_argument("--bind-concurrency", type=int, default=defaults.bind_concurrency)
     parser.add_argument(
         "--inline-solve-limit",
@@ -71,10 +49,6 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
     )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
-    if not args.leader_elect_lease_duration > args.leader_elect_renew_deadline > args.leader_elect_retry_period > 0:
-        parser.error(
-            "need --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0"
-        )
     metrics: Address | None = args.metrics
     separate = hasattr(args, "health")
     health: Address | None = args.health if separate else None
@@ -87,11 +61,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         health_host=health.host if health is not None else defaults.health_host,
         health_port=health.port if health is not None else None,
         leader_elect=args.leader_elect,
-        lease_name=args.lease_name,
-        lease_namespace=args.lease_namespace,
-        lease_duration=args.leader_elect_lease_duration,
-        renew_deadline=args.leader_elect_renew_deadline,
-        retry_period=args.leader_elect_retry_period,
+        lease=cmdline.lease_settings(parser, args),
         bind_concurrency=args.bind_concurrency,
         inline_solve_limit=args.inline_solve_limit,
         log_level=args.log_level,

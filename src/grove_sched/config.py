@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grove_runtime.leaderelection import LeaseSettings
 from grove_sched.model import PlacementOptions
 
 __all__ = ["SchedulerConfig"]
@@ -27,12 +28,7 @@ class SchedulerConfig:
     health_host: str = "127.0.0.1"
     health_port: int | None = None
     leader_elect: bool = True
-    lease_name: str = "grove-scheduler"
-    lease_namespace: str = "grove-system"
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    identity: str | None = None
+    lease: LeaseSettings = field(default_factory=lambda: LeaseSettings(name="grove-scheduler"))
     bind_concurrency: int = 32
     initial_backoff: float = 1.0
     max_backoff: float = 10.0

@@ -142,8 +142,8 @@ def test_lease_namespace_flag_and_default(program: str, monkeypatch: pytest.Monk
 
     def lease_namespace(argv: list[str]) -> str:
         if program == "grove-operator":
-            return str(operator_cli.config_from_args(operator_cli.parse_args(argv)).lease_namespace)
-        return scheduler_cli.parse_args(argv).lease_namespace
+            return str(operator_cli.config_from_args(operator_cli.parse_args(argv)).lease.namespace)
+        return scheduler_cli.parse_args(argv).lease.namespace
 
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
     assert lease_namespace([]) == "grove-system"

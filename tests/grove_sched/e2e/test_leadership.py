@@ -18,6 +18,7 @@ import structlog
 
 from grove_runtime.client import KubeClient
 from grove_runtime.errors import NotFound
+from grove_runtime.leaderelection import LeaseSettings
 from grove_runtime.resources import LEASES, NAMESPACES, PODS
 from grove_sched.app import build
 from grove_sched.config import SchedulerConfig
@@ -130,10 +131,9 @@ async def test_a_scheduler_started_before_its_lease_namespace_waits_then_leads(
     config = SchedulerConfig(
         metrics_port=0,
         metrics_host="127.0.0.1",
-        lease_namespace="grove-system",
-        lease_duration=1.0,
-        renew_deadline=0.8,
-        retry_period=0.05,
+        lease=LeaseSettings(
+            name="grove-scheduler", namespace="grove-system", lease_duration=1.0, renew_deadline=0.8, retry_period=0.05
+        ),
     )
     app = build(config, client)
     with structlog.testing.capture_logs() as logs:

@@ -8,6 +8,7 @@ import aiohttp
 
 from grove_runtime.client import KubeClient
 from grove_runtime.keys import ObjectKey
+from grove_runtime.leaderelection import LeaseSettings
 from grove_runtime.resources import LEASES, NAMESPACES
 from grove_sched.podgang_status import PODGANGS, PodGangStatusReconciler, ScheduledState, StatusBook
 from grove_sim.testing import SimCluster
@@ -82,7 +83,9 @@ async def test_metrics_are_served(cluster: SimCluster, client: KubeClient) -> No
 async def test_leader_election_holds_the_lease(cluster: SimCluster, client: KubeClient) -> None:
     """With leader election on, the scheduler holds the grove-scheduler Lease while it schedules."""
     await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "grove-system"}})
-    async with running_scheduler(cluster.kubeconfig, leader_elect=True, identity="sched-a"):
+    async with running_scheduler(
+        cluster.kubeconfig, leader_elect=True, lease=LeaseSettings(name="grove-scheduler", identity="sched-a")
+    ):
         lease = await client.get(LEASES, "grove-scheduler", "grove-system")
         assert lease["spec"]["holderIdentity"] == "sched-a"
         await make_gang(client, "le", {"w": (1, 1, 1)})

@@ -14,7 +14,7 @@ def test_defaults() -> None:
     assert config.scheduler_name == "grove-scheduler"
     assert config.metrics_port == 8080
     assert config.leader_elect is True
-    assert (config.lease_namespace, config.lease_name) == ("grove-system", "grove-scheduler")
+    assert (config.lease.namespace, config.lease.name) == ("grove-system", "grove-scheduler")
 
 
 def test_flags() -> None:
@@ -51,7 +51,8 @@ def test_lease_timing_flags() -> None:
             "0.5",
         ]
     )
-    assert (config.lease_duration, config.renew_deadline, config.retry_period) == (2.0, 1.5, 0.5)
-    assert (parse_args([]).lease_duration, parse_args([]).renew_deadline, parse_args([]).retry_period) == (15, 10, 2)
+    assert (config.lease.lease_duration, config.lease.renew_deadline, config.lease.retry_period) == (2.0, 1.5, 0.5)
+    default = parse_args([]).lease
+    assert (default.lease_duration, default.renew_deadline, default.retry_period) == (15, 10, 2)
     with pytest.raises(SystemExit):
         parse_args(["--leader-elect-lease-duration", "1", "--leader-elect-renew-deadline", "2"])
