@@ -34,6 +34,8 @@ __all__ = [
     "WebhookSpec",
     "configuration",
     "ensure_configurations",
+    "remove_configurations",
+    "rule",
 ]
 
 log = structlog.get_logger("grove_runtime.webhook")
@@ -197,3 +199,13 @@ async def ensure_configurations(
     """Make every configuration of ``specs`` point at ``target`` with ``ca_bundle``."""
     for spec in specs:
         await _ensure(client, spec, target, ca_bundle)
+
+
+async def remove_configurations(client: Client, specs: Sequence[ConfigurationSpec]) -> None:
+    """Delete the configurations of ``specs`` that exist (webhooks this run does not serve)."""
+    for spec in specs:
+        try:
+            await client.delete(spec.resource, spec.name)
+        except errors.NotFound:
+            continue
+        log.info("webhook configuration removed", kind=spec.resource.kind, name=spec.name)

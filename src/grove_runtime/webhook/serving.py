@@ -25,7 +25,12 @@ from grove_runtime.clock import Clock
 from grove_runtime.health import Address
 from grove_runtime.webhook.certs import CertBundle
 from grove_runtime.webhook.certsource import CHECK_INTERVAL, CertificateKeeper, CertificateSource
-from grove_runtime.webhook.registration import ClientTarget, ConfigurationSpec, ensure_configurations
+from grove_runtime.webhook.registration import (
+    ClientTarget,
+    ConfigurationSpec,
+    ensure_configurations,
+    remove_configurations,
+)
 from grove_runtime.webhook.server import WebhookServer
 
 __all__ = ["ServeWebhooks"]
@@ -52,11 +57,14 @@ class ServeWebhooks:
         *,
         interval: float = CHECK_INTERVAL,
         max_backoff: float = 10.0,
+        remove: Sequence[ConfigurationSpec] = (),
     ) -> None:
-        """``target`` maps the bound address to where the configurations point (a URL, or a Service)."""
+        """``target`` maps the bound address to where the configurations point (a URL, or a Service);
+        configurations in ``remove`` are deleted (webhooks no longer served)."""
         self.client = client
         self.server = server
         self.specs = list(specs)
+        self.remove = list(remove)
         self.target = target
         self.clock = clock
         self.max_backoff = max_backoff
@@ -66,6 +74,7 @@ class ServeWebhooks:
 
     async def _register(self, bundle: CertBundle) -> None:
         if self._serving:
+            await remove_configurations(self.client, self.remove)
             await ensure_configurations(self.client, self.specs, self.target(self.server.address), bundle.ca_cert)
 
     async def _until_done(self, what: str, step: Callable[[], Awaitable[T]]) -> T:
