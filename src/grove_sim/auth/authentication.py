@@ -11,13 +11,18 @@ Three kinds of caller, in kube-apiserver's terms:
 * a request without credentials is ``system:anonymous`` (anonymous auth is on, as by default).
 
 Any other token, or another scheme (``Basic``), is a 401 ``Unauthorized``, as kube-apiserver answers.
+
+**Impersonation** (``Impersonate-User``, ``Impersonate-Group``, ``Impersonate-Uid`` headers; ``kubectl --as``,
+``--as-group``) replaces the authenticated user afterwards, as kube-apiserver's impersonation filter does; with no
+authorizer every caller may impersonate (``AlwaysAllow``). kubectl sends no bearer token over plain HTTP, so
+``--as`` is how a kubectl command against grove-sim acts as a particular user.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +35,7 @@ __all__ = [
     "Authenticator",
     "Unauthorized",
     "UserInfo",
+    "impersonated",
     "service_account_user",
 ]
 
@@ -63,6 +69,19 @@ class UserInfo:
 
 ADMIN = UserInfo("kubernetes-admin", groups=("system:masters", "system:authenticated"))
 ANONYMOUS = UserInfo("system:anonymous", groups=("system:unauthenticated",))
+
+
+def impersonated(username: str, groups: Sequence[str] = (), uid: str = "") -> UserInfo:
+    """The user an impersonation request becomes: a service account gets its groups, everyone but anonymous
+    ``system:authenticated``."""
+    prefix = "system:serviceaccount:"
+    all_groups = list(groups)
+    if username.startswith(prefix) and not all_groups:
+        namespace = username[len(prefix) :].split(":", 1)[0]
+        all_groups = ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"]
+    if username != ANONYMOUS.username and "system:authenticated" not in all_groups:
+        all_groups.append("system:authenticated")
+    return UserInfo(username, uid=uid, groups=tuple(all_groups))
 
 
 def service_account_user(namespace: str, name: str, uid: str = "") -> UserInfo:
@@ -127,8 +146,20 @@ class Authenticator:
         self._by_secret[ref] = token
         self._by_token[token] = ref
 
-    def authenticate(self, authorization: str | None) -> UserInfo:
-        """The user the header names; :data:`ANONYMOUS` without one; raises :class:`Unauthorized` otherwise."""
+    def authenticate(
+        self,
+        authorization: str | None,
+        impersonate_user: str | None = None,
+        impersonate_groups: Sequence[str] = (),
+        impersonate_uid: str | None = None,
+    ) -> UserInfo:
+        """The user of a request's headers (see the module doc); raises :class:`Unauthorized`."""
+        user = self._authenticated(authorization)
+        if not impersonate_user:
+            return user
+        return impersonated(impersonate_user, impersonate_groups, impersonate_uid or "")
+
+    def _authenticated(self, authorization: str | None) -> UserInfo:
         if not authorization:
             return ANONYMOUS
         scheme, _, token = authorization.strip().partition(" ")

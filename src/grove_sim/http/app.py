@@ -39,7 +39,7 @@ def make_app(ctx: ApiContext) -> web.Application:
 
     async def serve(request: web.Request, warnings: list[str]) -> web.StreamResponse:
         try:
-            user = ctx.authenticate(request.headers.get("Authorization"))
+            user = ctx.authenticate(request)
             if request.method == "GET":
                 answered = serve_nonresource(ctx.core.registry, request)
                 if answered is not None:

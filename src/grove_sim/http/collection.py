@@ -165,11 +165,12 @@ async def watch(ctx: ApiContext, request: web.Request, target: Target) -> web.St
 
 async def create(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
     """POST on a collection; a ``bindings`` create binds the pod the Binding names; a ``selfsubjectreviews`` create
-    answers who the caller is (``kubectl auth whoami``) and stores nothing."""
-    body = await read_body(request)
+    answers who the caller is (``kubectl auth whoami``; its body, which says nothing, is not decoded) and stores
+    nothing."""
     if target.info.key == _SELF_SUBJECT_REVIEWS:
         review = {"kind": "SelfSubjectReview", "apiVersion": target.info.group_version, "metadata": {}}
         return json_response({**review, "status": {"userInfo": target.user.to_dict()}}, 201)
+    body = await read_body(request)
     if target.info.key == _BINDINGS:
         name = str(((body if isinstance(body, dict) else {}).get("metadata") or {}).get("name", ""))
         return json_response(subresources.bind(ctx.core, target.ns, name, body), 201)

@@ -50,9 +50,17 @@ class ApiContext:
     authenticator: Authenticator | None = None
     admission: WebhookAdmission | None = None
 
-    def authenticate(self, authorization: str | None) -> UserInfo:
-        """The user of a request's ``Authorization`` header (raises ``Unauthorized``)."""
-        return ADMIN if self.authenticator is None else self.authenticator.authenticate(authorization)
+    def authenticate(self, request: web.Request) -> UserInfo:
+        """The user of a request's ``Authorization`` and ``Impersonate-*`` headers (raises ``Unauthorized``)."""
+        if self.authenticator is None:
+            return ADMIN
+        headers = request.headers
+        return self.authenticator.authenticate(
+            headers.get("Authorization"),
+            headers.get("Impersonate-User"),
+            headers.getall("Impersonate-Group", []),
+            headers.get("Impersonate-Uid"),
+        )
 
 
 async def admit(ctx: ApiContext, target: Target, make_steps: Callable[[], Steps[T]]) -> T:
