@@ -305,6 +305,7 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
             str(BIN / "grove-operator"),
             *("--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", "grove-system"),
             *("--health-probe-bind-address", loopback_any_port, "--metrics-bind-address", loopback_any_port),
+            *("--webhook-port", "0"),
         ],
     )
     cluster.start(
