@@ -5,9 +5,10 @@ Defaulting runs on CREATE and UPDATE, as upstream's does, so every default of §
 changing it. Validation refuses with a 422 ``Invalid`` Status naming every offending field, and warns (restartPolicy,
 a preferred domain coarser than the required one) without refusing.
 
-On UPDATE the create/update rules and the update-only rules run only when the spec changed: a write that touches
-metadata alone (labels, the operator's finalizer going on or off) is never refused for a spec stored before the
-webhook ran, so such an object can still be deleted; the reconciler reports what is wrong with it.
+On UPDATE the create/update rules and the update-only rules run only when the spec changed beyond the defaults the
+defaulting webhook just filled in: a write that touches metadata alone (labels, the operator's finalizer going on
+or off) is never refused for a spec stored before the webhook ran (webhooks off, a ``failurePolicy: Ignore``
+outage), so such an object can still be labelled and deleted; the reconciler reports what is wrong with it.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class PodCliqueSetValidator:
 
     async def validate_update(self, request: AdmissionRequest, old: Obj, new: Obj) -> Warnings:
         """The create/update rules on the new object, then what may not change."""
-        if new.get("spec") == old.get("spec"):
+        if new.get("spec") == defaults.apply_webhook_defaults(old).get("spec"):
             return ()
         warnings = validation.podcliqueset_warnings(new, self.topologies())
         errors = self._rules(new, create=False)
