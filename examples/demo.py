@@ -338,6 +338,7 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
 
     step("Invalid input is refused with a Status that names the field")
     cluster.kubectl("apply", "-f", "-", check=False, stdin=BROKEN_PCS)
+    admission_webhooks(cluster)
 
     if keep:
         step("Explore it yourself")
@@ -348,6 +349,32 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
         signal.pause()
     else:
         step("Explore it yourself: make demo ARGS=--keep keeps the cluster running until Ctrl-C")
+
+
+def admission_webhooks(cluster: Cluster) -> None:
+    """The operator's admission webhooks: rules the schema cannot express, immutable fields, stored defaults."""
+    step("The operator's admission webhooks: a startsAfter cycle and a change of cliqueNames are refused")
+    cluster.kubectl("apply", "-f", "-", check=False, stdin=CYCLIC_PCS)
+    immutable = '[{"op":"replace","path":"/spec/template/podCliqueScalingGroups/0/cliqueNames","value":["dleader"]}]'
+    cluster.kubectl("patch", "pcs", "llm", "--type=json", "-p", immutable, check=False)
+    print("Defaults the webhook stored (terminationDelay, minAvailable of each clique):")
+    cluster.kubectl(
+        "get", "pcs", "llm", "-o",
+        "jsonpath={.spec.template.terminationDelay} {.spec.template.cliques[*].spec.minAvailable}{'\\n'}",
+    )  # fmt: skip
+
+
+CYCLIC_PCS = """apiVersion: grove.io/v1alpha1
+kind: PodCliqueSet
+metadata: {name: cyclic}
+spec:
+  replicas: 1
+  template:
+    cliqueStartupType: CliqueStartupTypeExplicit
+    cliques:
+      - {name: a, spec: {roleName: a, replicas: 1, startsAfter: [b], podSpec: {containers: [{name: c, image: x}]}}}
+      - {name: b, spec: {roleName: b, replicas: 1, startsAfter: [a], podSpec: {containers: [{name: c, image: x}]}}}
+"""
 
 
 BROKEN_PCS = (

@@ -4,9 +4,8 @@ line and exit code 2, like the other listeners."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,15 +26,6 @@ def env(cluster: SimCluster, kubectl: Kubectl, tmp_path: Path) -> dict[str, str]
     config = tmp_path / "kubeconfig"
     shutil.copyfile(cluster.kubeconfig, config)
     return clean_env(tmp_path, KUBECONFIG=str(config))
-
-
-@pytest.fixture
-def taken() -> Iterator[int]:
-    """A loopback port held by a listening socket."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield int(sock.getsockname()[1])
 
 
 async def test_any_free_port_and_a_bad_apply_refused(env: dict[str, str], kubectl: Kubectl) -> None:

@@ -7,9 +7,9 @@ neither bump the resourceVersion nor emit events, finalizers and ``deletionTimes
 CRDs that register their kinds the moment they are stored. Subresources (binding, scale, finalize) live in
 ``grove_sim.registry.subresources``; this module owns only the generic verbs.
 
-Each verb exists twice: ``create``/``update``/``patch``/``delete`` run it to the end at once (controllers), and
-``*_steps`` is the same code as a generator that stops at the admission points (``grove_sim.registry.steps``) for
-the HTTP layer to call admission webhooks there.
+Each verb is written once, as a generator (``*_steps``) that stops at the admission points
+(``grove_sim.registry.steps``) for the HTTP layer to call admission webhooks there; ``create``/``update``/
+``replace``/``patch``/``delete`` run it to the end at once (controllers, subresources).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from grove_sim.machinery.patch import copy_json
 from grove_sim.registry import admission
 from grove_sim.registry.patching import APPLY, CUSTOM_RESOURCE_PATCH_TYPES, patched_object
 from grove_sim.registry.resources import Registry, ResourceInfo, infos_from_crd
-from grove_sim.registry.steps import CREATE, DELETE, MUTATING, UPDATE, VALIDATING, AdmissionPoint, Stale, Steps, run
+from grove_sim.registry.steps import CREATE, DELETE, MUTATING, UPDATE, VALIDATING, AdmissionPoint, Stale, Steps, ran
 from grove_sim.registry.templates import PodTemplates
 from grove_sim.schema.structural import SchemaError
 from grove_sim.storage.store import Store
@@ -99,16 +99,10 @@ class Core:
 
     # ---------------------------------------------------------------------------------------------------- create
 
-    def create(
-        self, info: ResourceInfo, namespace: str, body: Any, *, dry_run: bool = False, strict: bool = False
-    ) -> dict[str, Any]:
-        """Create an object (POST); returns the stored object (a copy of ``body``, never ``body`` itself)."""
-        return run(self.create_steps(info, namespace, body, dry_run=dry_run, strict=strict))
-
     def create_steps(
         self, info: ResourceInfo, namespace: str, body: Any, *, dry_run: bool = False, strict: bool = False
     ) -> Steps[dict[str, Any]]:
-        """``create`` with its admission points."""
+        """Create an object (POST); returns the stored object (a copy of ``body``, never ``body`` itself)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
         template, template_key = self._templates.lookup(body.get("spec")) if info.key == _PODS else (None, None)
@@ -215,21 +209,6 @@ class Core:
 
     # ---------------------------------------------------------------------------------------------------- update
 
-    def update(
-        self,
-        info: ResourceInfo,
-        namespace: str,
-        name: str,
-        body: Any,
-        *,
-        subresource: str | None = None,
-        dry_run: bool = False,
-        strict: bool = False,
-    ) -> dict[str, Any]:
-        """Replace an object (PUT), honouring a ``metadata.resourceVersion`` precondition (409 when stale)."""
-        steps = self.update_steps(info, namespace, name, body, subresource=subresource, dry_run=dry_run, strict=strict)
-        return run(steps)
-
     def update_steps(
         self,
         info: ResourceInfo,
@@ -241,7 +220,7 @@ class Core:
         dry_run: bool = False,
         strict: bool = False,
     ) -> Steps[dict[str, Any]]:
-        """``update`` with its admission points."""
+        """Replace an object (PUT), honouring a ``metadata.resourceVersion`` precondition (409 when stale)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
         old = self.get(info, namespace, name)
@@ -255,23 +234,6 @@ class Core:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(info.group, info.plural, name)
         return (yield from self.replace_steps(info, old, new, subresource=subresource, dry_run=dry_run, strict=strict))
-
-    def replace(
-        self,
-        info: ResourceInfo,
-        old: dict[str, Any],
-        new: dict[str, Any],
-        *,
-        subresource: str | None = None,
-        dry_run: bool = False,
-        strict: bool = False,
-    ) -> dict[str, Any]:
-        """Store ``new`` in place of ``old`` with every update rule applied.
-
-        ``new``'s top-level dict is owned by the caller; its subtrees may be shared with ``old`` (copy-on-write
-        patches), so only the top level and a fresh copy of ``metadata`` are ever modified here.
-        """
-        return run(self.replace_steps(info, old, new, subresource=subresource, dry_run=dry_run, strict=strict))
 
     @staticmethod
     def _keep_server_fields(
@@ -308,7 +270,11 @@ class Core:
         dry_run: bool = False,
         strict: bool = False,
     ) -> Steps[dict[str, Any]]:
-        """``replace`` with its admission points."""
+        """Store ``new`` in place of ``old`` with every update rule applied.
+
+        ``new``'s top-level dict is owned by the caller; its subtrees may be shared with ``old`` (copy-on-write
+        patches), so only the top level and a fresh copy of ``metadata`` are ever modified here.
+        """
         written_before = self.store.rv
         old_meta = old["metadata"]
         if subresource == "status":
@@ -365,25 +331,6 @@ class Core:
 
     # ----------------------------------------------------------------------------------------------------- patch
 
-    def patch(
-        self,
-        info: ResourceInfo,
-        namespace: str,
-        name: str,
-        content_type: str,
-        patch: Any,
-        *,
-        subresource: str | None = None,
-        dry_run: bool = False,
-        strict: bool = False,
-    ) -> tuple[dict[str, Any], int]:
-        """Apply a patch of ``content_type``; server-side apply creates a missing object (returns 201 then)."""
-        return run(
-            self.patch_steps(
-                info, namespace, name, content_type, patch, subresource=subresource, dry_run=dry_run, strict=strict
-            )
-        )
-
     def patch_steps(
         self,
         info: ResourceInfo,
@@ -396,7 +343,7 @@ class Core:
         dry_run: bool = False,
         strict: bool = False,
     ) -> Steps[tuple[dict[str, Any], int]]:
-        """``patch`` with its admission points."""
+        """Apply a patch of ``content_type``; server-side apply creates a missing object (returns 201 then)."""
         if info.custom and content_type not in CUSTOM_RESOURCE_PATCH_TYPES:
             raise errors.unsupported_media_type(content_type, CUSTOM_RESOURCE_PATCH_TYPES)
         current = self.store.get(info.key, namespace if info.namespaced else "", name)
@@ -419,18 +366,6 @@ class Core:
 
     # ---------------------------------------------------------------------------------------------------- delete
 
-    def delete(
-        self,
-        info: ResourceInfo,
-        namespace: str,
-        name: str,
-        options: dict[str, Any] | None = None,
-        *,
-        dry_run: bool = False,
-    ) -> tuple[dict[str, Any], int]:
-        """DELETE with DeleteOptions; returns (object, HTTP status) — the last state if removed, else marked."""
-        return run(self.delete_steps(info, namespace, name, options, dry_run=dry_run))
-
     def delete_steps(
         self,
         info: ResourceInfo,
@@ -440,7 +375,8 @@ class Core:
         *,
         dry_run: bool = False,
     ) -> Steps[tuple[dict[str, Any], int]]:
-        """``delete`` with its admission points (webhooks see the stored object as ``oldObject``)."""
+        """DELETE with DeleteOptions; returns (object, HTTP status): the last state if removed, else marked
+        (webhooks see the stored object as ``oldObject``)."""
         options = options or {}
         old = self.get(info, namespace, name)
         meta = old["metadata"]
@@ -504,6 +440,13 @@ class Core:
         self.store.put(info.key, new, old)
         accepted = options.get("orphanDependents") is False
         return new, 202 if accepted else 200
+
+    # The verbs run to their end at once, without webhooks (in-process controllers, subresources, tests).
+    create = ran(create_steps)
+    update = ran(update_steps)
+    replace = ran(replace_steps)
+    patch = ran(patch_steps)
+    delete = ran(delete_steps)
 
     def _remove(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
         if info.key == _CRDS:

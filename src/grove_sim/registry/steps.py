@@ -14,15 +14,28 @@ it raises ``Stale`` and the driver starts the verb again from the current object
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import functools
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from grove_sim.registry.resources import ResourceInfo
 
-__all__ = ["CREATE", "DELETE", "MUTATING", "UPDATE", "VALIDATING", "AdmissionPoint", "Stale", "Steps", "run"]
+__all__ = [
+    "CREATE",
+    "DELETE",
+    "MUTATING",
+    "UPDATE",
+    "VALIDATING",
+    "AdmissionPoint",
+    "Stale",
+    "Steps",
+    "ran",
+    "run",
+]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 Obj = dict[str, Any]
 Phase = Literal["mutating", "validating"]
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
@@ -70,3 +83,13 @@ def run(steps: Steps[T]) -> T:
     except StopIteration as stop:
         result: T = stop.value
         return result
+
+
+def ran(verb: Callable[P, Steps[T]]) -> Callable[P, T]:
+    """The verb ``verb`` (a generator of admission points) as a plain call that runs it to its end."""
+
+    @functools.wraps(verb)
+    def run_verb(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run(verb(*args, **kwargs))
+
+    return run_verb

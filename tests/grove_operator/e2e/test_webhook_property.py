@@ -5,34 +5,21 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from grove_operator import admission, defaults, validation
 from grove_operator.config import OperatorConfig
-from grove_sim.testing import SimCluster
 
 from ._harness import OperatorThread
-from ._webhooks import Kubectl, apply, start_operator
+from ._webhooks import Kubectl, apply
 
 Obj = dict[str, Any]
 NAMES = ("a", "b", "c")
 _serial = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def webhooks(crds: SimCluster, kubectl: Kubectl) -> Iterator[OperatorThread]:
-    """The operator with its webhooks."""
-    operator = start_operator(crds.kubeconfig, kubectl)
-    try:
-        yield operator
-    finally:
-        operator.kill()
 
 
 @st.composite

@@ -8,7 +8,7 @@ cases stay independent; storing, updates and the reconciler are covered by ``tes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -17,21 +17,10 @@ import pytest
 from grove_sim.testing import SimCluster
 
 from ._harness import OperatorThread
-from ._webhooks import TOPOLOGY, Kubectl, apply, pcs, start_operator, webhook_config
+from ._webhooks import Kubectl, apply, pcs, start_operator, webhook_config
 
 Obj = dict[str, Any]
 Edit = Callable[[Obj], None]
-
-
-@pytest.fixture(scope="module")
-def webhooks(crds: SimCluster, kubectl: Kubectl) -> Iterator[OperatorThread]:
-    """The operator with its webhooks, and the topology the manifests name."""
-    apply(kubectl, TOPOLOGY)
-    operator = start_operator(crds.kubeconfig, kubectl)
-    try:
-        yield operator
-    finally:
-        operator.kill()
 
 
 def _t(obj: Obj) -> Obj:

@@ -8,31 +8,19 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import yaml
 
 from grove_runtime.webhook.jsonpatch import create_patch
-from grove_sim.testing import SimCluster
 
 from ._harness import OperatorThread
-from ._webhooks import TOPOLOGY, Kubectl, apply, pcs, start_operator
+from ._webhooks import Kubectl, apply, pcs
 
 Obj = dict[str, Any]
 Edit = Callable[[Obj], None]
-
-
-@pytest.fixture(scope="module")
-def webhooks(crds: SimCluster, kubectl: Kubectl) -> Iterator[OperatorThread]:
-    """The operator with its webhooks, and the topology the manifests name."""
-    apply(kubectl, TOPOLOGY)
-    operator = start_operator(crds.kubeconfig, kubectl)
-    try:
-        yield operator
-    finally:
-        operator.kill()
 
 
 def manifest(name: str) -> Obj:
