@@ -355,8 +355,9 @@ def admission_webhooks(cluster: Cluster) -> None:
     """The operator's admission webhooks: rules the schema cannot express, immutable fields, stored defaults."""
     step("The operator's admission webhooks: a startsAfter cycle and a change of cliqueNames are refused")
     cluster.kubectl("apply", "-f", "-", check=False, stdin=CYCLIC_PCS)
-    immutable = '[{"op":"replace","path":"/spec/template/podCliqueScalingGroups/0/cliqueNames","value":["dleader"]}]'
-    cluster.kubectl("patch", "pcs", "llm", "--type=json", "-p", immutable, check=False)
+    manifest = (ROOT / "examples" / "disaggregated-inference.yaml").read_text()
+    changed = manifest.replace("cliqueNames: [dleader, dworker]", "cliqueNames: [dleader]")
+    cluster.kubectl("apply", "-f", "-", check=False, stdin=changed)
     print("Defaults the webhook stored (terminationDelay, minAvailable of each clique):")
     cluster.kubectl(
         "get", "pcs", "llm", "-o",
