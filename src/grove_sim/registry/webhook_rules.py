@@ -17,7 +17,7 @@ kube-apiserver's rules, as ``admission/plugin/webhook`` implements them:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,7 +108,7 @@ class Hook:
         """``failurePolicy: Fail`` (the v1 default)."""
         return self.failure_policy != "Ignore"
 
-    def matches(self, point: AdmissionPoint, ns_labels: Mapping[str, str] | None, request: Obj) -> bool:
+    def matches(self, point: AdmissionPoint, ns_labels: Mapping[str, str] | None, request: Callable[[], Obj]) -> bool:
         """Rules, selectors and match conditions; raises :class:`MatchError` when they cannot be evaluated."""
         if not any(rule.matches(point) for rule in self.rules):
             return False
@@ -123,10 +123,10 @@ class Hook:
                 return False
         return self._conditions_hold(point, request)
 
-    def _conditions_hold(self, point: AdmissionPoint, request: Obj) -> bool:
+    def _conditions_hold(self, point: AdmissionPoint, request: Callable[[], Obj]) -> bool:
         if not self.conditions:
             return True
-        variables = {"object": point.obj, "oldObject": point.old, "request": request}
+        variables = {"object": point.obj, "oldObject": point.old, "request": request()}
         for name, program in self.conditions:
             try:
                 result = program.evaluate(variables)

@@ -195,10 +195,10 @@ class WebhookAdmission:
                 conflict = errors.conflict(point.info.group, point.info.plural, str(stale))
         raise conflict
 
-    def _candidates(self, point: AdmissionPoint, hooks: list[Hook], request: Obj) -> list[Hook | _CallFailed]:
+    def _candidates(
+        self, point: AdmissionPoint, hooks: list[Hook], request: Callable[[], Obj]
+    ) -> list[Hook | _CallFailed]:
         """The webhooks the write goes to (a failed match stands in as its call error)."""
-        if point.info.group == _EXEMPT_GROUP or not hooks:
-            return []
         namespace = self._store.get(_NAMESPACES, "", point.namespace) if point.namespace else None
         labels = namespace_labels(point, namespace)
         chosen: list[Hook | _CallFailed] = []
@@ -217,10 +217,23 @@ class WebhookAdmission:
 
     async def _admit(self, point: AdmissionPoint, user: UserInfo, warnings: list[str]) -> Obj | None:
         mutating, validating = self.hooks()
-        review = _review(point, point.obj, user, str(uuid.uuid4()))
+        hooks = mutating if point.phase == MUTATING else validating
+        if not hooks or point.info.group == _EXEMPT_GROUP:
+            return None
+        built: list[Obj] = []
+
+        def review() -> Obj:
+            # Built only for a write that reaches a webhook or a match condition (most writes match nothing).
+            if not built:
+                built.append(_review(point, point.obj, user, str(uuid.uuid4())))
+            return built[0]
+
+        candidates = self._candidates(point, hooks, lambda: review()["request"])
+        if not candidates:
+            return None
         if point.phase == MUTATING:
-            return await self._mutate(point, review, self._candidates(point, mutating, review["request"]), warnings)
-        await self._validate(review, self._candidates(point, validating, review["request"]), warnings)
+            return await self._mutate(point, review(), candidates, warnings)
+        await self._validate(review(), candidates, warnings)
         return None
 
     async def _mutate(
