@@ -305,6 +305,7 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
             str(BIN / "grove-operator"),
             *("--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", "grove-system"),
             *("--health-probe-bind-address", loopback_any_port, "--metrics-bind-address", loopback_any_port),
+            *("--webhook-port", "0"),
         ],
     )
     cluster.start(
@@ -337,6 +338,7 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
 
     step("Invalid input is refused with a Status that names the field")
     cluster.kubectl("apply", "-f", "-", check=False, stdin=BROKEN_PCS)
+    admission_webhooks(cluster)
 
     if keep:
         step("Explore it yourself")
@@ -347,6 +349,33 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
         signal.pause()
     else:
         step("Explore it yourself: make demo ARGS=--keep keeps the cluster running until Ctrl-C")
+
+
+def admission_webhooks(cluster: Cluster) -> None:
+    """The operator's admission webhooks: rules the schema cannot express, immutable fields, stored defaults."""
+    step("The operator's admission webhooks: a startsAfter cycle and a change of cliqueNames are refused")
+    cluster.kubectl("apply", "-f", "-", check=False, stdin=CYCLIC_PCS)
+    manifest = (ROOT / "examples" / "disaggregated-inference.yaml").read_text()
+    changed = manifest.replace("cliqueNames: [dleader, dworker]", "cliqueNames: [dleader]")
+    cluster.kubectl("apply", "-f", "-", check=False, stdin=changed)
+    print("Defaults the webhook stored (terminationDelay, minAvailable of each clique):")
+    cluster.kubectl(
+        "get", "pcs", "llm", "-o",
+        "jsonpath={.spec.template.terminationDelay} {.spec.template.cliques[*].spec.minAvailable}{'\\n'}",
+    )  # fmt: skip
+
+
+CYCLIC_PCS = """apiVersion: grove.io/v1alpha1
+kind: PodCliqueSet
+metadata: {name: cyclic}
+spec:
+  replicas: 1
+  template:
+    cliqueStartupType: CliqueStartupTypeExplicit
+    cliques:
+      - {name: a, spec: {roleName: a, replicas: 1, startsAfter: [b], podSpec: {containers: [{name: c, image: x}]}}}
+      - {name: b, spec: {roleName: b, replicas: 1, startsAfter: [a], podSpec: {containers: [{name: c, image: x}]}}}
+"""
 
 
 BROKEN_PCS = (

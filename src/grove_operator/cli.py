@@ -14,21 +14,29 @@ from collections.abc import Sequence
 
 import structlog
 
-from grove_operator.config import DEFAULT_MAX_PODS_PER_PODCLIQUESET, DEFAULT_SCHEDULER_NAME, OperatorConfig
+from grove_operator.config import (
+    DEFAULT_EXEMPT_USERS,
+    DEFAULT_MAX_PODS_PER_PODCLIQUESET,
+    DEFAULT_SCHEDULER_NAME,
+    OperatorConfig,
+    WebhookSettings,
+)
 from grove_operator.wiring import build
 from grove_runtime import cmdline
 from grove_runtime import logging as glog
 from grove_runtime.client import KubeClient
 from grove_runtime.health import Address
+from grove_runtime.kubeconfig import own_namespace
 from grove_runtime.leaderelection import LeadershipLost
 
-__all__ = ["GC_THRESHOLDS", "main", "parse_args", "run", "tune_gc"]
+__all__ = ["GC_THRESHOLDS", "add_webhook_flags", "main", "parse_args", "run", "tune_gc", "webhook_settings"]
 
 log = structlog.get_logger("grove_operator.cli")
 
 
 HEALTH_PORT = 2751
 METRICS_PORT = 2752
+WEBHOOK_PORT = 9443
 
 GC_THRESHOLDS = (20_000, 10, 10)
 """Collector thresholds for a process whose heap is mostly its informer cache (see `tune_gc`)."""
@@ -69,10 +77,79 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=DEFAULT_MAX_PODS_PER_PODCLIQUESET,
         help="refuse (lastErrors, Warning Event) a PodCliqueSet, scaling group or PodClique asking for more pods",
     )
+    add_webhook_flags(parser)
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     args.lease = cmdline.lease_settings(parser, args)
     return args
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535; 0: any free port)")
+    return int(text)
+
+
+def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
+    """The admission webhooks: where they listen, where their certificate is, how they are registered."""
+    group = parser.add_argument_group("admission webhooks")
+    group.add_argument(
+        "--webhooks", action=argparse.BooleanOptionalAction, default=True,
+        help="serve the admission webhooks and register their configurations (default: on)",
+    )  # fmt: skip
+    group.add_argument(
+        "--webhook-port", type=_port, default=WEBHOOK_PORT, help=f"HTTPS port (default {WEBHOOK_PORT}; 0: any free)"
+    )
+    group.add_argument(
+        "--webhook-bind-address", default=cmdline.LOOPBACK, metavar="HOST",
+        help=f"address to listen on (default {cmdline.LOOPBACK}; 0.0.0.0: every interface)",
+    )  # fmt: skip
+    group.add_argument(
+        "--webhook-namespace", default=own_namespace(),
+        help="namespace of the certificate Secret and the webhook Service (default: as --lease-namespace)",
+    )  # fmt: skip
+    group.add_argument("--webhook-secret-name", default=WebhookSettings().secret_name, help="the certificate Secret")
+    group.add_argument(
+        "--webhook-cert-dir", default=None, metavar="DIR",
+        help="serve tls.crt/tls.key (CA bundle: ca.crt) from DIR instead of a generated certificate in the Secret",
+    )  # fmt: skip
+    group.add_argument(
+        "--webhook-service-name", default=None, metavar="NAME",
+        help="register the webhooks through this Service (cluster mode; only the CA bundle is injected into "
+        "existing configurations) instead of a URL of the local listener",
+    )  # fmt: skip
+    group.add_argument("--webhook-service-port", type=_port, default=443, help="port of --webhook-service-name")
+    group.add_argument(
+        "--authorizer", action=argparse.BooleanOptionalAction, default=False,
+        help="refuse changes to objects the operator manages by anyone but the operator and exempt users",
+    )  # fmt: skip
+    group.add_argument(
+        "--authorizer-exempt-user", action="append", default=None, metavar="USER",
+        help="a user the authorizer lets change managed objects (repeatable; default: the garbage collector, the "
+        "HPA controller and kube-controller-manager)",
+    )  # fmt: skip
+    group.add_argument(
+        "--topology-aware-scheduling", action=argparse.BooleanOptionalAction, default=True,
+        help="accept topology constraints on PodCliqueSets (default: on)",
+    )  # fmt: skip
+
+
+def webhook_settings(args: argparse.Namespace) -> WebhookSettings | None:
+    """The webhook settings the flags describe (None with --no-webhooks)."""
+    if not args.webhooks:
+        return None
+    exempt = tuple(args.authorizer_exempt_user) if args.authorizer_exempt_user is not None else DEFAULT_EXEMPT_USERS
+    return WebhookSettings(
+        host=args.webhook_bind_address,
+        port=args.webhook_port,
+        namespace=args.webhook_namespace,
+        secret_name=args.webhook_secret_name,
+        cert_dir=args.webhook_cert_dir,
+        service_name=args.webhook_service_name,
+        service_port=args.webhook_service_port,
+        authorizer=args.authorizer,
+        exempt_users=exempt,
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> OperatorConfig:
@@ -91,6 +168,8 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         metrics_host=args.metrics.host if args.metrics is not None else cmdline.LOOPBACK,
         metrics_port=args.metrics.port if args.metrics is not None else None,
         max_pods_per_podcliqueset=args.max_pods_per_podcliqueset,
+        topology_aware_scheduling=args.topology_aware_scheduling,
+        webhooks=webhook_settings(args),
     )
 
 

@@ -55,6 +55,7 @@ from grove_operator.podcliqueset.reconciler import PodCliqueSetReconciler
 from grove_operator.podgang.reconciler import PodGangReconciler
 from grove_operator.reconcile.context import Deps
 from grove_operator.scalinggroup.reconciler import ScalingGroupReconciler
+from grove_operator.webhooks.setup import build_webhooks
 from grove_runtime.cache import Cache
 from grove_runtime.client import Client
 from grove_runtime.clock import Clock, LoopClock
@@ -68,6 +69,7 @@ from grove_runtime.manager import Manager
 from grove_runtime.metrics import ControllerMetrics
 from grove_runtime.predicates import Predicate, predicate
 from grove_runtime.resources import HPAS, PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES
+from grove_runtime.webhook.serving import ServeWebhooks
 
 __all__ = ["OperatorApp", "build"]
 
@@ -163,7 +165,8 @@ class OperatorApp:
     """The assembled operator: run `manager.run()`; the other fields are for tests, the CLI and benchmarks.
 
     `deps` holds what every reconciler shares, the caches included (`deps.parsed`): they belong to this operator,
-    not to the process, so two operators in one process (tests) never see each other's state.
+    not to the process, so two operators in one process (tests) never see each other's state. `webhooks` serves
+    the admission webhooks (on every replica, once the caches are synced), None when they are off.
     """
 
     manager: Manager
@@ -172,6 +175,7 @@ class OperatorApp:
     metrics: ControllerMetrics
     expectations: Expectations[ObjectKey]
     deps: Deps
+    webhooks: ServeWebhooks | None = None
 
 
 def build(
@@ -284,4 +288,10 @@ def build(
     controllers = {c.name: c for c in (pcs, pclq, pcsg, gang)}
     for c in controllers.values():
         manager.add(c)
-    return OperatorApp(manager, cache, controllers, metrics, expectations, deps)
+    webhooks = None
+    if config.webhooks is not None:
+        webhooks = build_webhooks(config, config.webhooks, client, cache, clock, deps.parsed, registry)
+        manager.add(webhooks, leader_only=False)
+        if manager.health is not None:
+            manager.health.add_ready_check("webhooks", webhooks.ready.is_set)
+    return OperatorApp(manager, cache, controllers, metrics, expectations, deps, webhooks)

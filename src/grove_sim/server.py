@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from grove_sim.auth.authentication import ADMIN, Authenticator
 from grove_sim.controllers.gc import GarbageCollector
 from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
 from grove_sim.controllers.namespaces import NamespaceController
@@ -23,8 +24,10 @@ from grove_sim.controllers.tokens import TokenController
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.http.app import make_app
 from grove_sim.http.context import ApiContext
+from grove_sim.http.webhook_client import AiohttpWebhookTransport
 from grove_sim.registry.core import Core
 from grove_sim.registry.resources import Registry
+from grove_sim.registry.webhooks import WebhookAdmission
 from grove_sim.storage.store import DEFAULT_HISTORY, Store
 
 __all__ = ["SimOptions", "SimServer", "kubeconfig_document", "write_kubeconfig"]
@@ -46,7 +49,7 @@ class SimOptions:
 
 
 def kubeconfig_document(url: str, *, name: str = "grove-sim", token: str = SIM_TOKEN) -> dict[str, Any]:
-    """A kubeconfig for ``url`` with a token user (the server ignores the token)."""
+    """A kubeconfig for ``url`` with a token user (the admin's token unless another is given)."""
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -58,13 +61,13 @@ def kubeconfig_document(url: str, *, name: str = "grove-sim", token: str = SIM_T
     }
 
 
-def write_kubeconfig(path: str | os.PathLike[str], url: str) -> Path:
+def write_kubeconfig(path: str | os.PathLike[str], url: str, *, token: str = SIM_TOKEN) -> Path:
     """Write the kubeconfig atomically (rename), so a reader never sees half a file."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".kubeconfig-", dir=target.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(kubeconfig_document(url), handle, sort_keys=False)
+        yaml.safe_dump(kubeconfig_document(url, token=token), handle, sort_keys=False)
     Path(tmp).replace(target)
     return target
 
@@ -77,7 +80,13 @@ class SimServer:
         self.store = Store(history=self.options.history)
         self.registry = Registry()
         self.core = Core(self.store, self.registry)
-        self.context = ApiContext(self.core, bookmark_interval=self.options.bookmark_interval)
+        self.webhook_transport = AiohttpWebhookTransport()
+        self.context = ApiContext(
+            self.core,
+            bookmark_interval=self.options.bookmark_interval,
+            authenticator=Authenticator(self.store, static_tokens={SIM_TOKEN: ADMIN}),
+            admission=WebhookAdmission(self.store, self.webhook_transport),
+        )
         self.gc = GarbageCollector(self.core)
         self.namespaces = NamespaceController(self.core)
         self.tokens = TokenController(self.core, default_service_accounts=self.options.default_service_accounts)
@@ -129,6 +138,7 @@ class SimServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self.webhook_transport.close()
         await self.kubelet.stop_tasks()
         for queue in self._queues():
             await queue.stop()

@@ -9,14 +9,17 @@ thread-safe and idempotent.
 from __future__ import annotations
 
 import asyncio
+import base64
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from grove_sim.machinery import errors
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
 __all__ = ["SimCluster"]
@@ -90,6 +93,47 @@ class SimCluster:
             return fn(server)
 
         return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout)
+
+    def service_account_kubeconfig(self, namespace: str, name: str, path: str | Path | None = None) -> str:
+        """A kubeconfig carrying the token of ServiceAccount ``namespace``/``name`` (namespace, account and token
+        Secret ``NAME-token`` are created if missing), so a program talks to the cluster as that account."""
+
+        def ensure(server: SimServer) -> str | None:
+            core = server.core
+            for plural, ns, body in (
+                ("namespaces", "", {"metadata": {"name": namespace}}),
+                ("serviceaccounts", namespace, {"metadata": {"name": name}}),
+                (
+                    "secrets",
+                    namespace,
+                    {
+                        "metadata": {
+                            "name": f"{name}-token",
+                            "annotations": {"kubernetes.io/service-account.name": name},
+                        },
+                        "type": "kubernetes.io/service-account-token",
+                    },
+                ),
+            ):
+                info = core.registry.get("", "v1", plural)
+                assert info is not None
+                try:
+                    core.create(info, ns, body)
+                except errors.ApiError as exc:
+                    if exc.code != 409:
+                        raise
+            secret = core.store.get(("", "secrets"), namespace, f"{name}-token")
+            token = ((secret or {}).get("data") or {}).get("token")
+            return base64.b64decode(token).decode() if token else None
+
+        deadline = time.monotonic() + 30
+        while (token := self.call(ensure)) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no token for service account {namespace}/{name}")
+            time.sleep(0.01)
+        target = Path(path) if path is not None else Path(self.kubeconfig).with_name(f"{namespace}-{name}.kubeconfig")
+        write_kubeconfig(target, self.url, token=token)
+        return str(target)
 
     def stop(self) -> None:
         """Stop the server and join its thread (safe to call twice, from any thread)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import secrets as pysecrets
 
+from grove_sim.auth.authentication import SA_TOKEN_TYPE
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.machinery import errors
 from grove_sim.registry.core import Core, clone
@@ -17,7 +18,6 @@ from grove_sim.storage.store import Event, ObjectRef
 
 __all__ = ["SA_TOKEN_TYPE", "SIM_CA_PEM", "TokenController"]
 
-SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
 SIM_CA_PEM = (
     "-----BEGIN CERTIFICATE-----\n"
     "MIIBszCCAVmgAwIBAgIUZ3JvdmUtc2ltLWNhLTAwMDAwMDAwMDAwMDAwCgYIKoZIzj0EAwIwFTETMBEGA1UEAwwKZ3Jvdm\n"

@@ -1,9 +1,12 @@
 """The aiohttp application: one catch-all route that dispatches like the apiserver's handler chain.
 
-Non-resource paths (``/version``, health, discovery, OpenAPI) are answered by ``grove_sim.http.nonresource``;
+Every request is first authenticated (``grove_sim.auth.authentication``: a bad bearer token is a 401 before anything
+else, as in kube-apiserver's handler chain) and the user kept on the request for admission. Non-resource paths
+(``/version``, health, discovery, OpenAPI) are answered by ``grove_sim.http.nonresource``;
 resource paths are parsed into a ``RequestInfo`` and dispatched by ``grove_sim.http.dispatch``. Every failure,
 including unexpected exceptions, leaves as a ``metav1.Status`` so clients never see a non-Status error body
-(apiserver-notes §2.8).
+(apiserver-notes §2.8). Warnings that admission collected for the request leave as ``Warning: 299 - "..."`` headers,
+on a success and on a refusal alike, which kubectl prints as ``Warning: ...`` lines.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import logging
 
 from aiohttp import web
 
-from grove_sim.http.context import ApiContext, json_response
+from grove_sim.auth.authentication import Unauthorized
+from grove_sim.http.context import ApiContext, json_response, warning_headers
 from grove_sim.http.dispatch import handle_resource
 from grove_sim.http.nonresource import serve_nonresource
 from grove_sim.http.requestinfo import parse_path
@@ -27,7 +31,15 @@ def make_app(ctx: ApiContext) -> web.Application:
     """The application serving the Kubernetes API for ``ctx``."""
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
+        warnings: list[str] = []
+        response = await serve(request, warnings)
+        if warnings and not response.prepared:
+            response.headers.extend(warning_headers(warnings))
+        return response
+
+    async def serve(request: web.Request, warnings: list[str]) -> web.StreamResponse:
         try:
+            user = ctx.authenticate(request)
             if request.method == "GET":
                 answered = serve_nonresource(ctx.core.registry, request)
                 if answered is not None:
@@ -38,7 +50,10 @@ def make_app(ctx: ApiContext) -> web.Application:
             info = ctx.core.registry.get(ri.group, ri.version, ri.plural)
             if info is None:
                 raise errors.route_not_found()
-            return await handle_resource(ctx, request, ri, info)
+            return await handle_resource(ctx, request, ri, info, user, warnings)
+        except Unauthorized:
+            exc = errors.unauthorized()
+            return json_response(exc.status(), exc.code)
         except errors.ApiError as exc:
             return json_response(exc.status(), exc.code)
         except web.HTTPException:

@@ -7,29 +7,76 @@ with compact JSON: a stored object reuses the encoding its write event already m
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
+from grove_sim.auth.authentication import ADMIN, Authenticator, UserInfo
 from grove_sim.http.tables import build_table
 from grove_sim.registry.core import Core
 from grove_sim.registry.resources import ResourceInfo
+from grove_sim.registry.steps import Steps, run
+from grove_sim.registry.webhooks import WebhookAdmission
 from grove_sim.storage.store import dumps
 from grove_sim.storage.watch import Watcher
 
-__all__ = ["ApiContext", "Handler", "Target", "json_response", "object_response", "table"]
+__all__ = [
+    "ApiContext",
+    "Handler",
+    "Target",
+    "admit",
+    "json_response",
+    "object_response",
+    "table",
+    "warning_headers",
+]
+
+T = TypeVar("T")
 
 
 @dataclass
 class ApiContext:
-    """What every resource handler needs: the core, watch tuning and the set of open watch streams."""
+    """What every resource handler needs: the core, admission, who is calling, watch tuning and open watches.
+
+    Without an ``authenticator`` every caller is the cluster admin; without ``admission`` no webhook is called.
+    """
 
     core: Core
     bookmark_interval: float = 60.0
     watchers: set[Watcher] = field(default_factory=set)
+    authenticator: Authenticator | None = None
+    admission: WebhookAdmission | None = None
+
+    def authenticate(self, request: web.Request) -> UserInfo:
+        """The user of a request's ``Authorization`` and ``Impersonate-*`` headers (raises ``Unauthorized``)."""
+        if self.authenticator is None:
+            return ADMIN
+        headers = request.headers
+        return self.authenticator.authenticate(
+            headers.get("Authorization"),
+            headers.get("Impersonate-User"),
+            headers.getall("Impersonate-Group", []),
+            headers.get("Impersonate-Uid"),
+        )
+
+
+async def admit(ctx: ApiContext, target: Target, make_steps: Callable[[], Steps[T]]) -> T:
+    """Run a write through admission as the request's user; its warnings are kept for the response headers."""
+    if ctx.admission is None:
+        return run(make_steps())
+    return await ctx.admission.run(make_steps, target.user, target.warnings)
+
+
+def warning_headers(warnings: Iterable[str]) -> list[tuple[str, str]]:
+    """RFC 7234 ``Warning`` headers (code 299, no agent) as kube-apiserver sends admission warnings."""
+    headers = []
+    for text in warnings:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        headers.append(("Warning", f'299 - "{escaped}"'))
+    return headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +90,10 @@ class Target:
     subresource: str | None
     dry_run: bool
     strict: bool
+    user: UserInfo = ADMIN
+    """Who is asking (what admission webhooks see as ``userInfo``)."""
+    warnings: list[str] = field(default_factory=list)
+    """Admission warnings for the response's ``Warning`` headers."""
 
     @property
     def ns(self) -> str:

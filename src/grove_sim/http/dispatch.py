@@ -12,6 +12,7 @@ from typing import Final
 
 from aiohttp import web
 
+from grove_sim.auth.authentication import ADMIN, UserInfo
 from grove_sim.http import collection, objects
 from grove_sim.http.context import ApiContext, Handler, Target
 from grove_sim.http.requestinfo import RequestInfo, parse_bool, parse_dry_run
@@ -58,9 +59,15 @@ def request_verb(method: str, collection_request: bool, request: web.Request) ->
 
 
 async def handle_resource(
-    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+    ctx: ApiContext,
+    request: web.Request,
+    ri: RequestInfo,
+    info: ResourceInfo,
+    user: UserInfo = ADMIN,
+    warnings: list[str] | None = None,
 ) -> web.StreamResponse:
-    """Check scope, verb and subresource of one request on a served resource, then run its handler."""
+    """Check scope, verb and subresource of one request on a served resource, then run its handler (as ``user``,
+    collecting admission ``warnings``)."""
     method = request.method
     if info.namespaced and ri.namespace is None and ri.name is not None:
         raise errors.route_not_found()
@@ -76,6 +83,8 @@ async def handle_resource(
         subresource=ri.subresource,
         dry_run=parse_dry_run(request) if method in _WRITE_METHODS else False,
         strict=request.query.get("fieldValidation") == "Strict",
+        user=user,
+        warnings=warnings if warnings is not None else [],
     )
     if ri.subresource is not None and ri.subresource not in info.subresources:
         raise errors.route_not_found()

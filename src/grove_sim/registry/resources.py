@@ -89,6 +89,7 @@ def builtin_resources() -> list[ResourceInfo]:
         _builtin("", "v1", "nodes", "Node", False, ("no",), (), ("status",)),
         _builtin("", "v1", "pods", "Pod", True, ("po",), ("all",), ("status", "binding", "eviction")),
         _builtin("", "v1", "bindings", "Binding", True, verbs=("create",)),
+        _builtin("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False, verbs=("create",)),
         _builtin("", "v1", "events", "Event", True, ("ev",)),
         _builtin("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
         _builtin("", "v1", "secrets", "Secret", True),

@@ -13,6 +13,7 @@ from grove_runtime.client import KubeClient
 from grove_sim.testing import SimCluster
 
 from ._harness import OperatorThread, ensure_namespace
+from ._webhooks import TOPOLOGY, apply, start_operator
 
 CRDS = Path(__file__).resolve().parents[3] / "crds"
 
@@ -50,3 +51,14 @@ async def namespace(kube: KubeClient) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
     await ensure_namespace(kube, name)
     return name
+
+
+@pytest.fixture(scope="module")
+def webhooks(crds: SimCluster, kubectl: Callable[..., Any]) -> Iterator[OperatorThread]:
+    """One grove-operator serving its webhooks for the whole module, and the topology the test manifests name."""
+    apply(kubectl, TOPOLOGY)
+    operator = start_operator(crds.kubeconfig, kubectl)
+    try:
+        yield operator
+    finally:
+        operator.kill()
