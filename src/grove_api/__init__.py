@@ -1,4 +1,4 @@
-"""Grove API: the kinds of grove.io/v1alpha1 and scheduler.grove.io/v1alpha1 as pydantic models.
+"""Grove API: the kinds of grove.io/v1alpha1, scheduler.grove.io/v1alpha1 and grove.dynamo.ai/v1 as pydantic models.
 
 Operator, scheduler and tests import the models from here; object names live in `grove_api.names`, label and
 annotation keys in `grove_api.labels`, and `python -m grove_api.crdgen` writes the CRDs into `crds/`.
@@ -30,6 +30,22 @@ from grove_api.common import (
     TopologyConstraint,
     TopologyDomain,
     TopologyPackConstraint,
+)
+from grove_api.dynamo_v1 import (
+    DynamoPodClique,
+    DynamoPodCliqueSpec,
+    DynamoPodCliqueStatus,
+    LabelSelector,
+    LabelSelectorRequirement,
+    PodAffinityTerm,
+    PodCliqueTopology,
+    PodGangSet,
+    PodGangSetScheduling,
+    PodGangSetSpec,
+    PodGangSetStatus,
+    PodTemplate,
+    PodTemplateMetadata,
+    WeightedPodAffinityTerm,
 )
 from grove_api.podclique import (
     CONDITION_MIN_AVAILABLE_BREACHED,
@@ -115,10 +131,15 @@ __all__ = [
     "ClusterTopologyBindingStatus",
     "Condition",
     "ConditionStatus",
+    "DynamoPodClique",
+    "DynamoPodCliqueSpec",
+    "DynamoPodCliqueStatus",
     "GroveModel",
     "HeadlessServiceConfig",
     "Int32",
     "Int64",
+    "LabelSelector",
+    "LabelSelectorRequirement",
     "LastError",
     "NamespacedName",
     "ObjectMeta",
@@ -127,6 +148,7 @@ __all__ = [
     "PCSGResourceSharingSpec",
     "PCSResourceSharingFilter",
     "PCSResourceSharingSpec",
+    "PodAffinityTerm",
     "PodClique",
     "PodCliqueScalingGroup",
     "PodCliqueScalingGroupConfig",
@@ -143,14 +165,21 @@ __all__ = [
     "PodCliqueSpec",
     "PodCliqueStatus",
     "PodCliqueTemplateSpec",
+    "PodCliqueTopology",
     "PodCliqueUpdateProgress",
     "PodGang",
     "PodGangPhase",
+    "PodGangSet",
+    "PodGangSetScheduling",
+    "PodGangSetSpec",
+    "PodGangSetStatus",
     "PodGangSpec",
     "PodGangStatus",
     "PodGangStatusSummary",
     "PodGangSummaryPhase",
     "PodGroup",
+    "PodTemplate",
+    "PodTemplateMetadata",
     "PodsSelectedToUpdate",
     "ReplicasSelectedToUpdate",
     "ResourceClaimTemplateConfig",
@@ -167,5 +196,6 @@ __all__ = [
     "TopologyPackConstraintKeys",
     "TopologySchedulingConstraint",
     "UpdateStrategyType",
+    "WeightedPodAffinityTerm",
     "format_time",
 ]

@@ -63,6 +63,8 @@ class OperatorConfig:
     pclq_workers: int = 10
     pcsg_workers: int = 5
     podgang_workers: int = 5
+    pgs_workers: int = 5
+    """Workers of the first API's PodGangSet controller (`grove.dynamo.ai/v1`)."""
     default_scheduler_name: str = DEFAULT_SCHEDULER_NAME
     init_container_image: str = f"{DEFAULT_INIT_CONTAINER_IMAGE}:{OPERATOR_VERSION}"
     retry_interval: float = 5.0

@@ -188,13 +188,20 @@ class Registry:
         return iter(list(self._by_gvr.values()))
 
     def group_versions(self) -> dict[str, list[str]]:
-        """Served versions per group in registration order (core is the empty group)."""
-        out: dict[str, list[str]] = {}
+        """Served versions per group, in kube-apiserver's discovery order (core is the empty group).
+
+        Built-in groups come first, in registration order; CRD groups follow sorted by name: kube-apiserver gives
+        every CRD group the same priority (an APIService with groupPriorityMinimum 1000) and breaks the tie by
+        name. kubectl resolves a resource name two groups serve (`podcliques`) to the first group listed, so the
+        order must not depend on which CRD happened to be applied first.
+        """
+        builtin: dict[str, list[str]] = {}
+        custom: dict[str, list[str]] = {}
         for info in self._by_gvr.values():
-            versions = out.setdefault(info.group, [])
+            versions = (custom if info.custom else builtin).setdefault(info.group, [])
             if info.version not in versions:
                 versions.append(info.version)
-        return out
+        return {**builtin, **dict(sorted(custom.items()))}
 
     def register_crd(self, crd: Mapping[str, Any]) -> list[ResourceInfo]:
         """(Re-)register the kinds of a CRD; returns the new infos. Raises what ``StructuralSchema`` raises."""
