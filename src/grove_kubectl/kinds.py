@@ -30,7 +30,7 @@ CLUSTERTOPOLOGYBINDINGS = ResourceType(
 )
 PODGANGS = ResourceType("scheduler.grove.io", "v1alpha1", "podgangs", "PodGang")
 PODGANGSETS = ResourceType("grove.dynamo.ai", "v1", "podgangsets", "PodGangSet")
-DYNAMO_PODCLIQUES = ResourceType("grove.dynamo.ai", "v1", "podcliques", "PodClique")
+DYNAMO_PODCLIQUES = ResourceType("grove.dynamo.ai", "v1", "dynamopodcliques", "PodClique")
 
 _NAMES: dict[ResourceType, tuple[str, ...]] = {
     PODCLIQUESETS: ("pcs", "podcliqueset", "podcliquesets"),

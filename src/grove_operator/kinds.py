@@ -34,7 +34,7 @@ PODCLIQUES = ResourceType("grove.io", "v1alpha1", "podcliques", "PodClique")
 PODCLIQUESCALINGGROUPS = ResourceType("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")
 PODGANGS = ResourceType("scheduler.grove.io", "v1alpha1", "podgangs", "PodGang")
 PODGANGSETS = ResourceType("grove.dynamo.ai", "v1", "podgangsets", "PodGangSet")
-DYNAMO_PODCLIQUES = ResourceType("grove.dynamo.ai", "v1", "podcliques", "PodClique")
+DYNAMO_PODCLIQUES = ResourceType("grove.dynamo.ai", "v1", "dynamopodcliques", "PodClique")
 """The PodCliques of the first API (same kind name as grove.io's, another group)."""
 CLUSTERTOPOLOGYBINDINGS = ResourceType(
     "grove.io", "v1alpha1", "clustertopologybindings", "ClusterTopologyBinding", namespaced=False

@@ -27,8 +27,10 @@ def test_crds_names_versions_and_subresources() -> None:
     assert [c["name"] for c in version["additionalPrinterColumns"]][:4] == [
         "Replicas", "MinAvailable", "Ready", "Scheduled",
     ]  # fmt: skip
-    clique = CRDS["podcliques.grove.dynamo.ai"]["spec"]
-    assert "shortNames" not in clique["names"]
+    clique = CRDS["dynamopodcliques.grove.dynamo.ai"]["spec"]
+    assert (clique["names"]["plural"], clique["names"]["shortNames"]) == ("dynamopodcliques", ["dpclq"])
+    plurals = [crd["spec"]["names"]["plural"] for crd in CRDS.values()]
+    assert len(plurals) == len(set(plurals)), "a resource name served by two groups would shadow one in kubectl"
     assert clique["versions"][0]["subresources"] == {"status": {}}
     short = [n for crd in CRDS.values() for n in crd["spec"]["names"].get("shortNames", [])]
     assert len(short) == len(set(short))

@@ -61,10 +61,10 @@ def test_examples_apply_unchanged_and_are_placed_all_together_in_one_rack(grove:
     assert isinstance(pgs, dict)
     assert pgs["status"]["scheduled"] is True
     assert {c["type"]: c["status"] for c in pgs["status"]["conditions"]} == {"Scheduled": "True", "Ready": "True"}
-    clique = json.loads(grove("get", "podcliques.grove.dynamo.ai", "prefill-colocation", "-o", "json").stdout)
+    clique = json.loads(grove("get", "dpclq", "prefill-colocation", "-o", "json").stdout)
     assert wait_until(
         lambda: (
-            json.loads(grove("get", "podcliques.grove.dynamo.ai", "prefill-colocation", "-o", "json").stdout)
+            json.loads(grove("get", "dpclq", "prefill-colocation", "-o", "json").stdout)
             .get("status", {})
             .get("appliedPods")
             == 6
@@ -139,10 +139,12 @@ def test_a_gang_larger_than_the_cluster_binds_nothing_and_why_says_so(grove: Run
     grove("delete", "pgs", "huge")
 
 
-def test_plain_podclique_resolves_to_the_first_api_as_kube_apiserver_orders_groups(grove: Run) -> None:
-    """With both CRDs installed `kubectl get podclique` lists grove.dynamo.ai's (groups of equal priority go by
-    name); `pclq` and `podcliques.grove.io` still name upstream's."""
+def test_plain_podclique_stays_upstreams_with_both_apis_installed(grove: Run) -> None:
+    """The first API's PodClique is served as `dynamopodcliques` (short `dpclq`), so `kubectl get podclique` keeps
+    naming upstream's grove.io PodClique although kube-apiserver lists grove.dynamo.ai first."""
     plain = grove("get", "podclique", "-v=6").stderr
-    assert "/apis/grove.dynamo.ai/v1/namespaces/default/podcliques" in plain
+    assert "/apis/grove.io/v1alpha1/namespaces/default/podcliques" in plain
+    first = grove("get", "dpclq", "-v=6").stderr
+    assert "/apis/grove.dynamo.ai/v1/namespaces/default/dynamopodcliques" in first
     short = grove("get", "pclq", "-v=6").stderr
     assert "/apis/grove.io/v1alpha1/namespaces/default/podcliques" in short
