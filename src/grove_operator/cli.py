@@ -8,12 +8,14 @@ requires), 2 when it cannot start (bad flags, no configuration, a listener addre
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import sys
 from collections.abc import Sequence
 
 import structlog
 
+from grove_api import dynamo_v1 as v1
 from grove_operator.config import (
     DEFAULT_EXEMPT_USERS,
     DEFAULT_MAX_PODS_PER_PODCLIQUESET,
@@ -22,7 +24,7 @@ from grove_operator.config import (
     WebhookSettings,
 )
 from grove_operator.wiring import build
-from grove_runtime import cmdline
+from grove_runtime import cmdline, errors
 from grove_runtime import logging as glog
 from grove_runtime.client import KubeClient
 from grove_runtime.health import Address
@@ -71,6 +73,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pclq-workers", type=int, default=10)
     parser.add_argument("--pcsg-workers", type=int, default=5)
     parser.add_argument("--podgang-workers", type=int, default=5)
+    parser.add_argument(
+        "--first-api", choices=("auto", "on", "off"), default="auto",
+        help="run the controllers of grove.dynamo.ai/v1 PodGangSets (auto: when the cluster serves that group)",
+    )  # fmt: skip
     parser.add_argument(
         "--max-pods-per-podcliqueset",
         type=int,
@@ -170,7 +176,18 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         max_pods_per_podcliqueset=args.max_pods_per_podcliqueset,
         topology_aware_scheduling=args.topology_aware_scheduling,
         webhooks=webhook_settings(args),
+        first_api=args.first_api != "off",
     )
+
+
+async def first_api_served(client: KubeClient) -> bool:
+    """Whether the cluster serves `grove.dynamo.ai/v1` (its CRDs are optional: upstream's alone are enough)."""
+    try:
+        await client.request("GET", f"/apis/{v1.API_VERSION}")
+    except errors.NotFound:
+        log.info("first API not installed, its controllers stay off", group=v1.API_VERSION)
+        return False
+    return True
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -178,6 +195,8 @@ async def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     client = await KubeClient.from_kubeconfig(args.kubeconfig)
     try:
+        if args.first_api == "auto":
+            config = dataclasses.replace(config, first_api=await first_api_served(client))
         app = build(config, client, health_port=args.health.port if args.health is not None else None)
         await app.manager.run()
     except LeadershipLost as exc:

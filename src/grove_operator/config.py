@@ -64,6 +64,9 @@ class OperatorConfig:
     pcsg_workers: int = 5
     podgang_workers: int = 5
     pgs_workers: int = 5
+    first_api: bool = True
+    """Run the controllers of the first API (`grove.dynamo.ai/v1`); the CLI turns it off when the cluster does not
+    serve that group, so an operator on a cluster with only upstream's CRDs still syncs its caches."""
     """Workers of the first API's PodGangSet controller (`grove.dynamo.ai/v1`)."""
     default_scheduler_name: str = DEFAULT_SCHEDULER_NAME
     init_container_image: str = f"{DEFAULT_INIT_CONTAINER_IMAGE}:{OPERATOR_VERSION}"

@@ -243,10 +243,11 @@ def build(
     cache.add_index(PODS, INDEX_PODCLIQUE, namespaced_label_index(glabels.LABEL_PODCLIQUE))
     cache.add_index(PODCLIQUES, INDEX_PCSG, namespaced_label_index(glabels.LABEL_PCSG))
     cache.add_index(PODCLIQUES, INDEX_BASE_PODGANG, namespaced_label_index(glabels.LABEL_BASE_PODGANG))
-    pgs_inf = cache.informer(PODGANGSETS, namespace=ns)
-    dpc_inf = cache.informer(DYNAMO_PODCLIQUES, namespace=ns)
-    for rt in (PODS, PODGANGS):
-        cache.add_index(rt, INDEX_PODGANGSET, namespaced_label_index(v1.LABEL_PODGANGSET))
+    if config.first_api:
+        pgs_inf = cache.informer(PODGANGSETS, namespace=ns)
+        dpc_inf = cache.informer(DYNAMO_PODCLIQUES, namespace=ns)
+        for rt in (PODS, PODGANGS):
+            cache.add_index(rt, INDEX_PODGANGSET, namespaced_label_index(v1.LABEL_PODGANGSET))
 
     recorder = EventRecorder(client, "grove-operator", clock=clock)
     expectations: Expectations[ObjectKey] = Expectations(timeout=config.expectations_timeout, clock=clock)
@@ -315,7 +316,9 @@ def build(
     gang = controller("podgang", PodGangReconciler(deps), config.podgang_workers)
     gang.watch(gang_inf, enqueue_self(), GENERATION_OR_DELETION)
 
-    first_api = _first_api_controllers(deps, controller, pgs_inf, dpc_inf, pod_inf, gang_inf)
+    first_api: tuple[Controller, ...] = ()
+    if config.first_api:
+        first_api = _first_api_controllers(deps, controller, pgs_inf, dpc_inf, pod_inf, gang_inf)
 
     elector = config.lease.elector(client, clock) if config.leader_elect else None
     manager = Manager(
