@@ -22,7 +22,9 @@ from grove_sim.controllers.namespaces import NamespaceController
 from grove_sim.controllers.tokens import TokenController
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.http.app import make_app
+from grove_sim.http.audit import AuditLog
 from grove_sim.http.context import ApiContext
+from grove_sim.machinery.kubeconfig import kubeconfig_document
 from grove_sim.registry.core import Core
 from grove_sim.registry.resources import Registry
 from grove_sim.storage.store import DEFAULT_HISTORY, Store
@@ -30,6 +32,8 @@ from grove_sim.storage.store import DEFAULT_HISTORY, Store
 __all__ = ["SimOptions", "SimServer", "kubeconfig_document", "write_kubeconfig"]
 
 SIM_TOKEN = "grove-sim-token"
+ADMIN_USER = "kubernetes-admin"
+ANONYMOUS_USER = "system:anonymous"
 
 
 @dataclass
@@ -40,22 +44,14 @@ class SimOptions:
     ready_delay: float = 0.0
     delete_delay: float = 0.05
     exec_images: dict[str, str] = field(default_factory=dict)
+    restart_backoff: float = 10.0
+    """Seconds a failed container waits before its second restart (doubling up to ``max_restart_backoff``)."""
+    max_restart_backoff: float = 300.0
+    audit_log: str | None = None
+    """A file to append one audit event (JSON line) per request to, as kube-apiserver's ``--audit-log-path``."""
     history: int = DEFAULT_HISTORY
     bookmark_interval: float = 60.0
     default_service_accounts: bool = True
-
-
-def kubeconfig_document(url: str, *, name: str = "grove-sim", token: str = SIM_TOKEN) -> dict[str, Any]:
-    """A kubeconfig for ``url`` with a token user (the server ignores the token)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": url}}],
-        "users": [{"name": name, "user": {"token": token}}],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}],
-        "current-context": name,
-        "preferences": {},
-    }
 
 
 def write_kubeconfig(path: str | os.PathLike[str], url: str) -> Path:
@@ -64,7 +60,7 @@ def write_kubeconfig(path: str | os.PathLike[str], url: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".kubeconfig-", dir=target.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(kubeconfig_document(url), handle, sort_keys=False)
+        yaml.safe_dump(kubeconfig_document(url, token=SIM_TOKEN), handle, sort_keys=False)
     Path(tmp).replace(target)
     return target
 
@@ -72,7 +68,7 @@ def write_kubeconfig(path: str | os.PathLike[str], url: str) -> Path:
 class SimServer:
     """One simulated cluster served over HTTP on the running event loop."""
 
-    def __init__(self, options: SimOptions | None = None, *, kubeconfig: str | None = None) -> None:
+    def __init__(self, options: SimOptions | None = None) -> None:
         self.options = options or SimOptions()
         self.store = Store(history=self.options.history)
         self.registry = Registry()
@@ -87,11 +83,21 @@ class SimServer:
                 ready_delay=self.options.ready_delay,
                 delete_delay=self.options.delete_delay,
                 exec_images=dict(self.options.exec_images),
-                kubeconfig=kubeconfig,
+                restart_backoff=self.options.restart_backoff,
+                max_restart_backoff=self.options.max_restart_backoff,
             ),
+            token_for=self.tokens.token_for,
         )
+        if self.options.audit_log:
+            self.context.audit = AuditLog(self.options.audit_log, self.user_of)
         self._runner: web.AppRunner | None = None
         self.url = ""
+
+    def user_of(self, token: str | None) -> str:
+        """Who a bearer token authenticates as: the administrator, a service account, else anonymous."""
+        if token == SIM_TOKEN:
+            return ADMIN_USER
+        return (self.tokens.identity(token) if token else None) or ANONYMOUS_USER
 
     def _queues(self) -> list[WorkQueue[Any]]:
         return [self.gc.queue, self.namespaces.queue, self.tokens.queue, *self.kubelet.queues()]
@@ -112,11 +118,8 @@ class SimServer:
         addresses = self._runner.addresses
         bound = int(addresses[0][1]) if addresses else port
         self.url = f"http://{host}:{bound}"
+        self.kubelet.options.server_url = self.url
         return self.url
-
-    def set_kubeconfig(self, path: str) -> None:
-        """The kubeconfig executable-image processes get as ``KUBECONFIG``."""
-        self.kubelet.options.kubeconfig = path
 
     def idle(self) -> bool:
         """True when no controller has pending work (tests use it to wait for quiescence)."""
@@ -132,3 +135,5 @@ class SimServer:
         await self.kubelet.stop_tasks()
         for queue in self._queues():
             await queue.stop()
+        if self.context.audit is not None:
+            self.context.audit.close()

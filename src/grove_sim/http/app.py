@@ -27,6 +27,8 @@ def make_app(ctx: ApiContext) -> web.Application:
     """The application serving the Kubernetes API for ``ctx``."""
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
+        if ctx.audit is not None:
+            ctx.audit.record(request)
         try:
             if request.method == "GET":
                 answered = serve_nonresource(ctx.core.registry, request)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -19,6 +19,9 @@ from grove_sim.registry.core import Core
 from grove_sim.registry.resources import ResourceInfo
 from grove_sim.storage.store import dumps
 from grove_sim.storage.watch import Watcher
+
+if TYPE_CHECKING:
+    from grove_sim.http.audit import AuditLog
 
 __all__ = ["ApiContext", "Handler", "Target", "json_response", "object_response", "table"]
 
@@ -30,6 +33,7 @@ class ApiContext:
     core: Core
     bookmark_interval: float = 60.0
     watchers: set[Watcher] = field(default_factory=set)
+    audit: AuditLog | None = None
 
 
 @dataclass(frozen=True, slots=True)
