@@ -154,8 +154,9 @@ TOKEN_FILE_REFRESH = 60.0
 class LightTransport(_Sender):
     """The same requests from a :class:`Connection`, on a session and connector of its own."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, *, user_agent: str | None = None) -> None:
         self._connection = connection
+        self._user_agent = user_agent
         self._host = connection.server.rstrip("/")
         self._session: aiohttp.ClientSession | None = None
         self._extra = {}
@@ -187,6 +188,8 @@ class LightTransport(_Sender):
 
     async def _headers(self, content_type: str) -> dict[str, str]:
         headers = {"Accept": "application/json", "Content-Type": content_type}
+        if self._user_agent:
+            headers["User-Agent"] = self._user_agent
         token = self._bearer_token()
         if token:
             headers["Authorization"] = f"Bearer {token}"

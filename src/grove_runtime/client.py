@@ -155,10 +155,12 @@ class KubeClient:
         return cls(k8s.ApiClient(configuration=cfg), **kwargs)
 
     @classmethod
-    def from_kubeconfig_light(cls, path: str | None = None, *, context: str | None = None, **kwargs: Any) -> KubeClient:
+    def from_kubeconfig_light(
+        cls, path: str | None = None, *, context: str | None = None, user_agent: str | None = None, **kwargs: Any
+    ) -> KubeClient:
         """Like :meth:`from_kubeconfig`, over :class:`LightTransport`: kubernetes-asyncio is never imported."""
         connection = load_connection(path, context=context)
-        return cls(None, transport=LightTransport(connection), **kwargs)
+        return cls(None, transport=LightTransport(connection, user_agent=user_agent), **kwargs)
 
     async def close(self) -> None:
         """Close the HTTP session and the connection pool."""

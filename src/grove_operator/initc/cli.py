@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.metadata
 import os
 import signal
 import sys
@@ -32,12 +33,31 @@ from grove_runtime.informer import Informer
 from grove_runtime.kubeconfig import KubeconfigError
 from grove_runtime.resources import PODS
 
-__all__ = ["EXIT_SETUP", "EXIT_STOPPED", "PodInfo", "main", "parse_args", "pod_info_dir", "read_pod_info"]
+__all__ = [
+    "EXIT_SETUP",
+    "EXIT_STOPPED",
+    "USER_AGENT",
+    "PodInfo",
+    "main",
+    "parse_args",
+    "pod_info_dir",
+    "read_pod_info",
+]
 
 log = structlog.get_logger("grove_operator.initc")
 
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("grove")
+    except importlib.metadata.PackageNotFoundError:
+        return "dev"
+
+
 EXIT_STOPPED = 1
 EXIT_SETUP = 2
+USER_AGENT = f"grove-initc/{_version()}"
+"""How its requests name themselves (kube-apiserver records it in the audit log)."""
 SIM_POD_INFO_ENV = "GROVE_SIM_POD_INFO_DIR"
 """Set by grove-sim for an executable-image process: one sub-directory per downward-API volume of the pod."""
 
@@ -139,7 +159,7 @@ async def wait_for_parents(client: Client, info: PodInfo, parents: Mapping[str, 
 
 async def run(args: argparse.Namespace, info: PodInfo) -> int:
     """Wait for the parents unless stopped first; the process exit code."""
-    client = KubeClient.from_kubeconfig_light(args.kubeconfig)
+    client = KubeClient.from_kubeconfig_light(args.kubeconfig, user_agent=USER_AGENT)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
