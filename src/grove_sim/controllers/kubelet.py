@@ -117,11 +117,6 @@ class Kubelet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    def process_of(self, namespace: str, name: str) -> ExecProcess | None:
-        """The running executable-image process of a pod, if any (tests kill it to play a crashed container)."""
-        state = self._pods.get((namespace, name))
-        return state.process if state is not None else None
-
     # ------------------------------------------------------------------------------------------------- events
 
     def _on_event(self, event: Event) -> None:

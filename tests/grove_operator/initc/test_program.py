@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 from grove_api import labels as glabels
 from grove_operator.initc.cli import SIM_POD_INFO_ENV, pod_info_dir
 from grove_runtime.client import KubeClient
-from grove_runtime.resources import NAMESPACES, PODS
+from grove_runtime.resources import PODS
 from grove_sim.testing import SimCluster, console_script
 
 Obj = dict[str, Any]
@@ -105,22 +104,6 @@ def sim() -> Iterator[SimCluster]:
         yield cluster
 
 
-@pytest.fixture
-async def kube(sim: SimCluster) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.from_kubeconfig(sim.kubeconfig)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest.fixture
-async def ns(kube: KubeClient) -> str:
-    name = f"initc-{uuid.uuid4().hex[:8]}"
-    await kube.create(NAMESPACES, {"metadata": {"name": name}})
-    return name
-
-
 class Initc:
     """A running grove-initc and the JSON lines it logged."""
 
@@ -149,11 +132,11 @@ class Initc:
 
 
 @pytest.fixture
-async def start_initc(sim: SimCluster, ns: str, tmp_path: Path) -> AsyncIterator[Any]:
+async def start_initc(sim: SimCluster, namespace: str, tmp_path: Path) -> AsyncIterator[Any]:
     started: list[Initc] = []
 
     async def start(*parents: str, podgang: str = "gang") -> Initc:
-        folder = pod_info(tmp_path, ns, podgang)
+        folder = pod_info(tmp_path, namespace, podgang)
         env = {**clean_env(tmp_path), "KUBECONFIG": sim.kubeconfig}
         proc = await asyncio.create_subprocess_exec(
             console_script("grove-initc"), *(f"--podcliques={p}" for p in parents), "--pod-info-dir", str(folder),
@@ -169,35 +152,37 @@ async def start_initc(sim: SimCluster, ns: str, tmp_path: Path) -> AsyncIterator
             await initc.proc.wait()
 
 
-async def make_pod(kube: KubeClient, ns: str, name: str, clique: str, *, gang: str = "gang", ready: bool) -> None:
+async def make_pod(
+    kube: KubeClient, namespace: str, name: str, clique: str, *, gang: str = "gang", ready: bool
+) -> None:
     labels = {glabels.LABEL_PODCLIQUE: clique, glabels.LABEL_PODGANG: gang}
     body = {"metadata": {"name": name, "labels": labels}, "spec": {"containers": [{"name": "c", "image": "app"}]}}
-    if name not in [p["metadata"]["name"] for p in (await kube.list(PODS, ns))["items"]]:
-        await kube.create(PODS, body, ns)
+    if name not in [p["metadata"]["name"] for p in (await kube.list(PODS, namespace))["items"]]:
+        await kube.create(PODS, body, namespace)
     status = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
-    await kube.patch(PODS, name, {"status": status}, ns, subresource="status")
+    await kube.patch(PODS, name, {"status": status}, namespace, subresource="status")
 
 
 async def test_waits_by_label_within_its_gang_and_exits_0_once_every_minimum_is_met(
-    kube: KubeClient, ns: str, start_initc: Any
+    kube: KubeClient, namespace: str, start_initc: Any
 ) -> None:
     """Ready pods of a sibling `p-ab` or of another gang never count for `p-a`; the wait is logged once per change
     of the parents still waited for, and ends the moment the last minimum is met."""
-    await make_pod(kube, ns, "p-a-0", "p-a", ready=False)
+    await make_pod(kube, namespace, "p-a-0", "p-a", ready=False)
     initc = await start_initc("p-a:2", "p-b:1")
     first = await initc.logged("waiting for parent podcliques")
     assert first["waiting"] == [
         {"podclique": "p-a", "ready": 0, "needed": 2},
         {"podclique": "p-b", "ready": 0, "needed": 1},
     ]
-    assert (first["namespace"], first["podgang"]) == (ns, "gang")
-    await make_pod(kube, ns, "p-ab-0", "p-ab", ready=True)
-    await make_pod(kube, ns, "p-a-9", "p-a", gang="other", ready=True)
-    await make_pod(kube, ns, "p-a-0", "p-a", ready=True)
-    await make_pod(kube, ns, "p-b-0", "p-b", ready=True)
+    assert (first["namespace"], first["podgang"]) == (namespace, "gang")
+    await make_pod(kube, namespace, "p-ab-0", "p-ab", ready=True)
+    await make_pod(kube, namespace, "p-a-9", "p-a", gang="other", ready=True)
+    await make_pod(kube, namespace, "p-a-0", "p-a", ready=True)
+    await make_pod(kube, namespace, "p-b-0", "p-b", ready=True)
     second = await initc.logged("waiting for parent podcliques")
     assert second["waiting"] == [{"podclique": "p-a", "ready": 1, "needed": 2}]
-    await make_pod(kube, ns, "p-a-1", "p-a", ready=True)
+    await make_pod(kube, namespace, "p-a-1", "p-a", ready=True)
     done = await initc.logged("parent podcliques ready")
     assert done["parents"] == {"p-a": 2, "p-b": 1}
     assert await initc.exit_code() == 0

@@ -8,8 +8,7 @@ import base64
 import json
 import os
 import sys
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grove_runtime.client import KubeClient
-from grove_runtime.resources import NAMESPACES, PODS, SECRETS, SERVICEACCOUNTS
+from grove_runtime.resources import PODS, SECRETS, SERVICEACCOUNTS
 from grove_sim.cluster import nodes_from_flags
 from grove_sim.controllers.initcontainers import CrashBackoff, go_duration
 from grove_sim.server import SIM_TOKEN, SimOptions
@@ -35,31 +34,13 @@ slow = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[SimCluster]:
+def sim() -> Iterator[SimCluster]:
     """One node; ``probe`` images run the probe script; a fast crash-loop backoff (0.3 s doubling to 0.6 s)."""
     options = SimOptions(
         nodes=nodes_from_flags(1, 8), exec_images={"probe": PROBE}, restart_backoff=0.3, max_restart_backoff=0.6
     )
     with SimCluster(options) as sim:
         yield sim
-
-
-@pytest.fixture
-async def kube(cluster: SimCluster) -> AsyncIterator[KubeClient]:
-    """A client with the administrator's kubeconfig."""
-    client = await KubeClient.from_kubeconfig(cluster.kubeconfig)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest.fixture
-async def ns(kube: KubeClient) -> str:
-    """A fresh namespace."""
-    name = f"ic-{uuid.uuid4().hex[:8]}"
-    await kube.create(NAMESPACES, {"metadata": {"name": name}})
-    return name
 
 
 def probe_pod(
@@ -92,8 +73,8 @@ async def until(probe: Any, limit: float = 60.0) -> Any:
     return value
 
 
-async def phase(kube: KubeClient, ns: str, name: str, wanted: str) -> Obj | None:
-    pod = await kube.get(PODS, name, ns)
+async def phase(kube: KubeClient, namespace: str, name: str, wanted: str) -> Obj | None:
+    pod = await kube.get(PODS, name, namespace)
     return pod if (pod.get("status") or {}).get("phase") == wanted else None
 
 
@@ -105,20 +86,20 @@ def kubeconfig_token(text: str) -> str | None:
 
 @slow
 async def test_exec_process_gets_its_pods_token_and_files(
-    cluster: SimCluster, kube: KubeClient, ns: str, tmp_path: Path
+    sim: SimCluster, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:
     """The token mounted at the service-account path (else the pod's service account's, unless automount is off)
     is the one in the process's own kubeconfig, never the administrator's; Secret and downward-API volumes are
     materialised, arguments passed."""
-    await kube.create(SERVICEACCOUNTS, {"metadata": {"name": "runner"}}, ns)
+    await kube.create(SERVICEACCOUNTS, {"metadata": {"name": "runner"}}, namespace)
     token_secret = {
         "metadata": {"name": "runner-token", "annotations": {"kubernetes.io/service-account.name": "runner"}},
         "type": "kubernetes.io/service-account-token",
     }
-    await kube.create(SECRETS, token_secret, ns)
+    await kube.create(SECRETS, token_secret, namespace)
 
     async def filled() -> str | None:
-        data = (await kube.get(SECRETS, "runner-token", ns)).get("data") or {}
+        data = (await kube.get(SECRETS, "runner-token", namespace)).get("data") or {}
         return base64.b64decode(data["token"]).decode() if "token" in data else None
 
     runner_token = await until(filled)
@@ -127,48 +108,54 @@ async def test_exec_process_gets_its_pods_token_and_files(
         {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
     ]
     mounts = [{"name": "sa", "mountPath": SA_PATH, "readOnly": True}, {"name": "info", "mountPath": "/etc/info"}]
-    await kube.create(PODS, probe_pod("mounted", tmp_path, "record", spec={"volumes": volumes}, mounts=mounts), ns)
-    await kube.create(PODS, probe_pod("default-sa", tmp_path, "record"), ns)
-    await kube.create(PODS, probe_pod("no-token", tmp_path, "record", spec={"automountServiceAccountToken": False}), ns)
+    await kube.create(
+        PODS, probe_pod("mounted", tmp_path, "record", spec={"volumes": volumes}, mounts=mounts), namespace
+    )
+    await kube.create(PODS, probe_pod("default-sa", tmp_path, "record"), namespace)
+    await kube.create(
+        PODS, probe_pod("no-token", tmp_path, "record", spec={"automountServiceAccountToken": False}), namespace
+    )
     for name in ("mounted", "default-sa", "no-token"):
-        await until(lambda name=name: phase(kube, ns, name, "Running"))
+        await until(lambda name=name: phase(kube, namespace, name, "Running"))
     mounted = json.loads((tmp_path / "mounted.json").read_text())
     assert kubeconfig_token(mounted["kubeconfig"]) == runner_token
     assert mounted["files"][f"{SA_PATH}/token"] == runner_token
-    assert mounted["files"][f"{SA_PATH}/namespace"] == ns
+    assert mounted["files"][f"{SA_PATH}/namespace"] == namespace
     assert mounted["files"]["/etc/info/labels"] == 'app="mounted"'
     assert mounted["args"] == ["--x=1"]
     default_token = kubeconfig_token(json.loads((tmp_path / "default-sa.json").read_text())["kubeconfig"])
     assert default_token not in (None, SIM_TOKEN, runner_token)
-    assert cluster.call(lambda s: s.user_of(default_token)) == f"system:serviceaccount:{ns}:default"
-    assert cluster.call(lambda s: s.user_of(runner_token)) == f"system:serviceaccount:{ns}:runner"
+    assert sim.call(lambda s: s.user_of(default_token)) == f"system:serviceaccount:{namespace}:default"
+    assert sim.call(lambda s: s.user_of(runner_token)) == f"system:serviceaccount:{namespace}:runner"
     assert kubeconfig_token(json.loads((tmp_path / "no-token.json").read_text())["kubeconfig"]) is None
 
 
 @slow
-async def test_missing_secret_holds_the_container_until_it_exists(kube: KubeClient, ns: str, tmp_path: Path) -> None:
+async def test_missing_secret_holds_the_container_until_it_exists(
+    kube: KubeClient, namespace: str, tmp_path: Path
+) -> None:
     """A Secret volume that does not exist yet keeps the init container from starting (kubelet's FailedMount);
     once the Secret is created it runs."""
     volumes = [{"name": "creds", "secret": {"secretName": "later"}}]
     mounts = [{"name": "creds", "mountPath": "/etc/creds"}]
-    await kube.create(PODS, probe_pod("waits", tmp_path, "record", spec={"volumes": volumes}, mounts=mounts), ns)
+    await kube.create(PODS, probe_pod("waits", tmp_path, "record", spec={"volumes": volumes}, mounts=mounts), namespace)
     await asyncio.sleep(1.5)
     assert not (tmp_path / "waits.json").exists()
-    assert (await kube.get(PODS, "waits", ns))["status"].get("phase") != "Running"
+    assert (await kube.get(PODS, "waits", namespace))["status"].get("phase") != "Running"
     await kube.create(
-        SECRETS, {"metadata": {"name": "later"}, "data": {"key": base64.b64encode(b"value").decode()}}, ns
+        SECRETS, {"metadata": {"name": "later"}, "data": {"key": base64.b64encode(b"value").decode()}}, namespace
     )
-    await until(lambda: phase(kube, ns, "waits", "Running"))
+    await until(lambda: phase(kube, namespace, "waits", "Running"))
     assert json.loads((tmp_path / "waits.json").read_text())["files"]["/etc/creds/key"] == "value"
 
 
-async def watch_statuses(cluster: SimCluster, kube: KubeClient, ns: str) -> asyncio.subprocess.Process:
+async def watch_statuses(sim: SimCluster, kube: KubeClient, namespace: str) -> asyncio.subprocess.Process:
     """`kubectl get pods -w` in ``ns``, listening once it has printed an unscheduled marker pod created first."""
     marker = {"metadata": {"name": "marker"}, "spec": {"containers": [{"name": "c", "image": "app"}]}}
-    await kube.create(PODS, marker, ns)
-    env = dict(os.environ, KUBECONFIG=cluster.kubeconfig)
+    await kube.create(PODS, marker, namespace)
+    env = dict(os.environ, KUBECONFIG=sim.kubeconfig)
     proc = await asyncio.create_subprocess_exec(
-        KUBECTL, "get", "pods", "-n", ns, "-w", "--no-headers", stdout=asyncio.subprocess.PIPE, env=env
+        KUBECTL, "get", "pods", "-n", namespace, "-w", "--no-headers", stdout=asyncio.subprocess.PIPE, env=env
     )
     assert proc.stdout is not None
     assert (await asyncio.wait_for(proc.stdout.readline(), 30)).startswith(b"marker ")
@@ -194,12 +181,12 @@ async def read_until(proc: asyncio.subprocess.Process, pod: str, last: str) -> l
 
 @slow
 async def test_failing_init_container_crash_loops_like_kubelet(
-    cluster: SimCluster, kube: KubeClient, ns: str, tmp_path: Path
+    sim: SimCluster, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:
     """Three failures: Init:Error and an immediate restart, then Init:Error and Init:CrashLoopBackOff before each
     restart; each restart counted; after the success PodInitializing, then Running (read from real kubectl -w)."""
-    watcher = await watch_statuses(cluster, kube, ns)
-    await kube.create(PODS, probe_pod("flaky", tmp_path, "fail", CODE="3", TIMES="3"), ns)
+    watcher = await watch_statuses(sim, kube, namespace)
+    await kube.create(PODS, probe_pod("flaky", tmp_path, "fail", CODE="3", TIMES="3"), namespace)
     seen = await read_until(watcher, "flaky", "Running")
     assert seen[seen.index("Init:0/1") :] == [
         "Init:0/1", "Init:Error", "Init:0/1",
@@ -207,7 +194,7 @@ async def test_failing_init_container_crash_loops_like_kubelet(
         "Init:Error", "Init:CrashLoopBackOff", "Init:0/1",
         "PodInitializing", "Running",
     ]  # fmt: skip
-    status = (await kube.get(PODS, "flaky", ns))["status"]
+    status = (await kube.get(PODS, "flaky", namespace))["status"]
     init = status["initContainerStatuses"][0]
     assert init["restartCount"] == 3
     assert init["state"]["terminated"]["reason"] == "Completed"
@@ -215,12 +202,14 @@ async def test_failing_init_container_crash_loops_like_kubelet(
 
 
 @slow
-async def test_failed_init_container_fails_a_never_restarting_pod(kube: KubeClient, ns: str, tmp_path: Path) -> None:
+async def test_failed_init_container_fails_a_never_restarting_pod(
+    kube: KubeClient, namespace: str, tmp_path: Path
+) -> None:
     """restartPolicy Never: the first failure fails the pod, its init container terminated with the exit code."""
     await kube.create(
-        PODS, probe_pod("once", tmp_path, "fail", spec={"restartPolicy": "Never"}, CODE="3", TIMES="9"), ns
+        PODS, probe_pod("once", tmp_path, "fail", spec={"restartPolicy": "Never"}, CODE="3", TIMES="9"), namespace
     )
-    pod = await until(lambda: phase(kube, ns, "once", "Failed"))
+    pod = await until(lambda: phase(kube, namespace, "once", "Failed"))
     terminated = pod["status"]["initContainerStatuses"][0]["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
     assert (tmp_path / "once.runs").read_text() == "1"
@@ -234,16 +223,16 @@ def alive(pid: int) -> bool:
     return True
 
 
-async def gone(kube: KubeClient, ns: str, name: str) -> bool:
-    return name not in [p["metadata"]["name"] for p in (await kube.list(PODS, ns))["items"]]
+async def gone(kube: KubeClient, namespace: str, name: str) -> bool:
+    return name not in [p["metadata"]["name"] for p in (await kube.list(PODS, namespace))["items"]]
 
 
 @slow
-async def test_deleting_a_pod_stops_its_init_process(kube: KubeClient, ns: str, tmp_path: Path) -> None:
+async def test_deleting_a_pod_stops_its_init_process(kube: KubeClient, namespace: str, tmp_path: Path) -> None:
     """Deletion sends the running init container SIGTERM; one that ignores it is killed after the grace period;
     either way the pod goes once the process has stopped."""
-    await kube.create(PODS, probe_pod("polite", tmp_path, "term"), ns)
-    await kube.create(PODS, probe_pod("stubborn", tmp_path, "stubborn"), ns)
+    await kube.create(PODS, probe_pod("polite", tmp_path, "term"), namespace)
+    await kube.create(PODS, probe_pod("stubborn", tmp_path, "stubborn"), namespace)
     pids = {}
     for name in ("polite", "stubborn"):
         started = tmp_path / f"{name}.started"
@@ -253,13 +242,13 @@ async def test_deleting_a_pod_stops_its_init_process(kube: KubeClient, ns: str, 
 
         await until(exists)
         pids[name] = int(started.read_text())
-        pod = await kube.get(PODS, name, ns)
+        pod = await kube.get(PODS, name, namespace)
         assert pod["status"]["initContainerStatuses"][0]["containerID"] == f"grove-sim://{pids[name]}"
-    await kube.delete(PODS, "polite", ns)
-    await kube.delete(PODS, "stubborn", ns, grace_period_seconds=1)
-    await until(lambda: gone(kube, ns, "polite"))
+    await kube.delete(PODS, "polite", namespace)
+    await kube.delete(PODS, "stubborn", namespace, grace_period_seconds=1)
+    await until(lambda: gone(kube, namespace, "polite"))
     assert (tmp_path / "polite.term").read_text() == "SIGTERM"
-    await until(lambda: gone(kube, ns, "stubborn"))
+    await until(lambda: gone(kube, namespace, "stubborn"))
     assert not alive(pids["polite"])
     assert not alive(pids["stubborn"])
 
