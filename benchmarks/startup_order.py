@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import shlex
+import signal
 import statistics
 import sys
 import tempfile
@@ -248,6 +249,10 @@ their minimum Ready, over all Explicit runs: **{report["out_of_order_total"]}**.
 """
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.startup_order", description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=100, help="PodCliqueSet replicas (3 pods each)")
@@ -256,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=10, help="simulated nodes")
     parser.add_argument("--json", type=Path, default=RESULTS / "startup_order.json", help="results file (.md beside)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # stop like Ctrl-C, so the programs it started are stopped too
     report = asyncio.run(benchmark(args))
     args.json.write_text(json.dumps(report, indent=2) + "\n")
     args.json.with_suffix(".md").write_text(markdown(report))

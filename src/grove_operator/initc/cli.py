@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.metadata
 import os
 import signal
 import sys
@@ -47,16 +46,9 @@ __all__ = [
 log = structlog.get_logger("grove_operator.initc")
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("grove")
-    except importlib.metadata.PackageNotFoundError:
-        return "dev"
-
-
 EXIT_STOPPED = 1
 EXIT_SETUP = 2
-USER_AGENT = f"grove-initc/{_version()}"
+USER_AGENT = "grove-initc"
 """How its requests name themselves (kube-apiserver records it in the audit log)."""
 SIM_POD_INFO_ENV = "GROVE_SIM_POD_INFO_DIR"
 """Set by grove-sim for an executable-image process: one sub-directory per downward-API volume of the pod."""
