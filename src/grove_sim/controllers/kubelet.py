@@ -46,7 +46,6 @@ __all__ = ["Kubelet", "KubeletOptions"]
 _PODS = ("", "pods")
 _NODES = ("", "nodes")
 PodKey = tuple[str, str]
-_REQUESTS_CACHE = 4096
 
 
 @dataclass
