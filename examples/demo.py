@@ -303,9 +303,8 @@ def startup_order(cluster: Cluster, timeout: float = 60.0) -> None:
     pods: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         pods = get_json(cluster, "pods", "-l", selector)["items"]
-        waiting = any(
-            s.get("state", {}).get("running") for p in pods for s in p["status"].get("initContainerStatuses", [])
-        )
+        inits = [s for p in pods for s in p.get("status", {}).get("initContainerStatuses", [])]
+        waiting = any(s.get("state", {}).get("running") for s in inits)
         if waiting and not shown_waiting:
             cluster.kubectl("get", "pods", "-l", selector)
             shown_waiting = True
