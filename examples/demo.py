@@ -27,17 +27,22 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import yaml
 
+from grove_operator.initc.verify import order_violations, ready_since, startup_parents_of
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 RACK, BLOCK = "topology.kubernetes.io/rack", "topology.kubernetes.io/block"
 BOLD, DIM, RESET = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+READY_DELAY = 1.0
+"""Seconds from a pod's start to Ready in the simulated cluster, so startup order is visible in the times."""
 PR_SET_PDEATHSIG = 1
 
 
@@ -152,6 +157,7 @@ def running_cluster(workdir: Path, *, show_paths: bool) -> Iterator[Cluster]:
                 str(BIN / "grove-sim"),
                 *("up", "--kubeconfig", str(cluster.kubeconfig), "--port", "0"),
                 *("--nodes", "64", "--gpus-per-node", "8", "--topology", "block=2,rack=4"),
+                *("--ready-delay", str(READY_DELAY), "--exec-image", f"grove-initc={BIN / 'grove-initc'}"),
             ],
         )
         cluster.wait_for_kubeconfig()
@@ -288,6 +294,40 @@ def listening_port(cluster: Cluster, name: str, timeout: float = 30.0) -> int:
     raise SystemExit(f"{name} did not report its metrics port")
 
 
+def startup_order(cluster: Cluster, timeout: float = 60.0) -> None:
+    """Apply the Explicit-order example and print when each clique became Ready, relative to the first pod."""
+    cluster.kubectl("apply", "-f", str(ROOT / "examples" / "startup-order.yaml"))
+    selector = "app.kubernetes.io/part-of=ordered"
+    deadline = time.monotonic() + timeout
+    shown_waiting = False
+    pods: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        pods = get_json(cluster, "pods", "-l", selector)["items"]
+        inits = [s for p in pods for s in p.get("status", {}).get("initContainerStatuses", [])]
+        waiting = any(s.get("state", {}).get("running") for s in inits)
+        if waiting and not shown_waiting:
+            cluster.kubectl("get", "pods", "-l", selector)
+            shown_waiting = True
+        if len(pods) == 6 and all(ready_since(p) for p in pods):
+            break
+        time.sleep(0.2)
+    else:
+        print(f"(not every pod was Ready after {timeout:.0f} s)")
+    cluster.kubectl("get", "pods", "-l", selector)
+    stamps = {p["metadata"]["name"]: ready_since(p) for p in pods}
+    first = min((t for t in stamps.values() if t is not None), default=None)
+    print(f"\n  {'clique':<8} {'pod':<24} {'Ready at':>8}  waited for (grove-initc --podcliques)")
+    for pod in sorted(pods, key=lambda p: stamps[p["metadata"]["name"]] or datetime.max.replace(tzinfo=UTC)):
+        name = pod["metadata"]["name"]
+        clique = pod["metadata"]["labels"]["grove.io/podclique"].removeprefix("ordered-0-")
+        at = stamps[name]
+        when = f"+{(at - first).total_seconds():.0f} s" if at is not None and first is not None else "-"
+        parents = ", ".join(f"{p}:{n}" for p, n in startup_parents_of(pod).items()) or "-"
+        print(f"  {clique:<8} {name:<24} {when:>8}  {parents}")
+    problems = order_violations(pods)
+    print("no pod became Ready before its parents" if not problems else "OUT OF ORDER:\n  " + "\n  ".join(problems))
+
+
 def walkthrough(cluster: Cluster, keep: bool) -> None:
     """The demo's steps against a running simulated cluster."""
     step("A simulated GPU cluster: 2 blocks x 4 racks x 8 nodes x 8 GPUs")
@@ -332,6 +372,9 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
     wait_for_bound_pods(cluster, "llm", 14 + 5 + 14)
     cluster.kubectl("get", "pcs,pcsg")
     report_gangs(cluster, "llm")
+
+    step("Startup order: the cache first, then prefill and decode, then the router (examples/startup-order.yaml)")
+    startup_order(cluster)
 
     step("What the scheduler measured")
     report_solve_time(metrics_port)

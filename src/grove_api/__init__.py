@@ -1,4 +1,4 @@
-"""Grove API: the kinds of grove.io/v1alpha1, scheduler.grove.io/v1alpha1 and grove.dynamo.ai/v1 as pydantic models.
+"""Grove API: the kinds of grove.io/v1alpha1 and scheduler.grove.io/v1alpha1 as pydantic models.
 
 Operator, scheduler and tests import the models from here; object names live in `grove_api.names`, label and
 annotation keys in `grove_api.labels`, and `python -m grove_api.crdgen` writes the CRDs into `crds/`.
@@ -6,109 +6,115 @@ annotation keys in `grove_api.labels`, and `python -m grove_api.crdgen` writes t
 
 from __future__ import annotations
 
-from grove_api._meta import (
-    Condition,
-    ConditionStatus,
-    GroveModel,
-    Int32,
-    Int64,
-    ObjectMeta,
-    OwnerReference,
-    Time,
-    format_time,
-)
-from grove_api.common import (
-    AutoScalingConfig,
-    LastError,
-    PCSGResourceSharingFilter,
-    PCSGResourceSharingSpec,
-    PCSResourceSharingFilter,
-    PCSResourceSharingSpec,
-    ResourceClaimTemplateConfig,
-    ResourceSharingScope,
-    ResourceSharingSpec,
-    TopologyConstraint,
-    TopologyDomain,
-    TopologyPackConstraint,
-)
-from grove_api.dynamo_v1 import (
-    DynamoPodClique,
-    DynamoPodCliqueSpec,
-    DynamoPodCliqueStatus,
-    LabelSelector,
-    LabelSelectorRequirement,
-    PodAffinityTerm,
-    PodCliqueTopology,
-    PodGangSet,
-    PodGangSetScheduling,
-    PodGangSetSpec,
-    PodGangSetStatus,
-    PodTemplate,
-    PodTemplateMetadata,
-    WeightedPodAffinityTerm,
-)
-from grove_api.podclique import (
-    CONDITION_MIN_AVAILABLE_BREACHED,
-    CONDITION_PODCLIQUE_SCHEDULED,
-    PodClique,
-    PodCliqueSpec,
-    PodCliqueStatus,
-    PodCliqueUpdateProgress,
-    PodsSelectedToUpdate,
-)
-from grove_api.podcliqueset import (
-    CONDITION_TOPOLOGY_LEVELS_UNAVAILABLE,
-    DEFAULT_TERMINATION_DELAY,
-    CliqueStartupType,
-    HeadlessServiceConfig,
-    PodCliqueScalingGroupConfig,
-    PodCliqueSet,
-    PodCliqueSetReplicaUpdateProgress,
-    PodCliqueSetSpec,
-    PodCliqueSetStatus,
-    PodCliqueSetTemplateSpec,
-    PodCliqueSetUpdateProgress,
-    PodCliqueSetUpdateStrategy,
-    PodCliqueTemplateSpec,
-    PodGangStatusSummary,
-    PodGangSummaryPhase,
-    UpdateStrategyType,
-)
-from grove_api.podgang import (
-    CONDITION_DISRUPTION_TARGET,
-    CONDITION_INITIALIZED,
-    CONDITION_READY,
-    CONDITION_SCHEDULED,
-    CONDITION_UNHEALTHY,
-    REASON_PODS_CREATED,
-    REASON_PODS_CREATION_PENDING,
-    NamespacedName,
-    PodGang,
-    PodGangPhase,
-    PodGangSpec,
-    PodGangStatus,
-    PodGroup,
-    TopologyConstraintGroupConfig,
-    TopologyPackConstraintKeys,
-    TopologySchedulingConstraint,
-)
-from grove_api.scalinggroup import (
-    CONDITION_GANG_TERMINATION_IN_PROGRESS,
-    PodCliqueScalingGroup,
-    PodCliqueScalingGroupSpec,
-    PodCliqueScalingGroupStatus,
-    PodCliqueScalingGroupUpdateProgress,
-    ReplicasSelectedToUpdate,
-)
-from grove_api.topology import (
-    CONDITION_SCHEDULER_TOPOLOGY_DRIFT,
-    ClusterTopologyBinding,
-    ClusterTopologyBindingSpec,
-    ClusterTopologyBindingStatus,
-    SchedulerTopologyBinding,
-    SchedulerTopologyStatus,
-    TopologyLevel,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grove_api._meta import (
+        Condition,
+        ConditionStatus,
+        GroveModel,
+        Int32,
+        Int64,
+        ObjectMeta,
+        OwnerReference,
+        Time,
+        format_time,
+    )
+    from grove_api.common import (
+        AutoScalingConfig,
+        LastError,
+        PCSGResourceSharingFilter,
+        PCSGResourceSharingSpec,
+        PCSResourceSharingFilter,
+        PCSResourceSharingSpec,
+        ResourceClaimTemplateConfig,
+        ResourceSharingScope,
+        ResourceSharingSpec,
+        TopologyConstraint,
+        TopologyDomain,
+        TopologyPackConstraint,
+    )
+    from grove_api.dynamo_v1 import (
+        DynamoPodClique,
+        DynamoPodCliqueSpec,
+        DynamoPodCliqueStatus,
+        LabelSelector,
+        LabelSelectorRequirement,
+        PodAffinityTerm,
+        PodCliqueTopology,
+        PodGangSet,
+        PodGangSetScheduling,
+        PodGangSetSpec,
+        PodGangSetStatus,
+        PodTemplate,
+        PodTemplateMetadata,
+        WeightedPodAffinityTerm,
+    )
+    from grove_api.podclique import (
+        CONDITION_MIN_AVAILABLE_BREACHED,
+        CONDITION_PODCLIQUE_SCHEDULED,
+        PodClique,
+        PodCliqueSpec,
+        PodCliqueStatus,
+        PodCliqueUpdateProgress,
+        PodsSelectedToUpdate,
+    )
+    from grove_api.podcliqueset import (
+        CONDITION_TOPOLOGY_LEVELS_UNAVAILABLE,
+        DEFAULT_TERMINATION_DELAY,
+        CliqueStartupType,
+        HeadlessServiceConfig,
+        PodCliqueScalingGroupConfig,
+        PodCliqueSet,
+        PodCliqueSetReplicaUpdateProgress,
+        PodCliqueSetSpec,
+        PodCliqueSetStatus,
+        PodCliqueSetTemplateSpec,
+        PodCliqueSetUpdateProgress,
+        PodCliqueSetUpdateStrategy,
+        PodCliqueTemplateSpec,
+        PodGangStatusSummary,
+        PodGangSummaryPhase,
+        UpdateStrategyType,
+    )
+    from grove_api.podgang import (
+        CONDITION_DISRUPTION_TARGET,
+        CONDITION_INITIALIZED,
+        CONDITION_READY,
+        CONDITION_SCHEDULED,
+        CONDITION_UNHEALTHY,
+        REASON_PODS_CREATED,
+        REASON_PODS_CREATION_PENDING,
+        NamespacedName,
+        PodGang,
+        PodGangPhase,
+        PodGangSpec,
+        PodGangStatus,
+        PodGroup,
+        TopologyConstraintGroupConfig,
+        TopologyPackConstraintKeys,
+        TopologySchedulingConstraint,
+    )
+    from grove_api.scalinggroup import (
+        CONDITION_GANG_TERMINATION_IN_PROGRESS,
+        PodCliqueScalingGroup,
+        PodCliqueScalingGroupSpec,
+        PodCliqueScalingGroupStatus,
+        PodCliqueScalingGroupUpdateProgress,
+        ReplicasSelectedToUpdate,
+    )
+    from grove_api.topology import (
+        CONDITION_SCHEDULER_TOPOLOGY_DRIFT,
+        ClusterTopologyBinding,
+        ClusterTopologyBindingSpec,
+        ClusterTopologyBindingStatus,
+        SchedulerTopologyBinding,
+        SchedulerTopologyStatus,
+        TopologyLevel,
+    )
+
+_SUBMODULES = ("_meta", "common", "dynamo_v1", "podclique", "podcliqueset", "podgang", "scalinggroup", "topology")
 
 __all__ = [
     "CONDITION_DISRUPTION_TARGET",
@@ -199,3 +205,14 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "format_time",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        for submodule in _SUBMODULES:
+            module = importlib.import_module(f"grove_api.{submodule}")
+            if hasattr(module, name):
+                value = getattr(module, name)
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module 'grove_api' has no attribute {name!r}")

@@ -68,6 +68,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     cmdline.add_leader_election_flags(parser, lease_name=OperatorConfig().lease.name)
     parser.add_argument("--default-scheduler-name", default=DEFAULT_SCHEDULER_NAME)
+    parser.add_argument(
+        "--initc-image",
+        default=None,
+        help="image repository of the grove-initc init container, tagged with the operator's version (default: "
+        "$GROVE_INIT_CONTAINER_IMAGE, else grove-initc); a reference with a tag or digest is used as given",
+    )
     parser.add_argument("--namespace", default=None, help="watch only this namespace (default: all)")
     parser.add_argument("--pcs-workers", type=int, default=10)
     parser.add_argument("--pclq-workers", type=int, default=10)
@@ -166,7 +172,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         pcsg_workers=args.pcsg_workers,
         podgang_workers=args.podgang_workers,
         default_scheduler_name=args.default_scheduler_name,
-        init_container_image=OperatorConfig.init_image_from_env(),
+        init_container_image=OperatorConfig.init_image(args.initc_image),
         watch_namespace=args.namespace,
         leader_elect=args.leader_elect,
         lease=args.lease,

@@ -7,6 +7,7 @@ One frozen dataclass, filled by the CLI and by tests, so every component sees th
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from grove_api import labels as glabels
@@ -22,7 +23,8 @@ __all__ = [
 ]
 
 DEFAULT_SCHEDULER_NAME = "grove-scheduler"
-DEFAULT_INIT_CONTAINER_IMAGE = "ghcr.io/ai-dynamo/grove/grove-initc"
+DEFAULT_INIT_CONTAINER_IMAGE = "grove-initc"
+"""Repository of the `grove-initc` image (`grove-sim up --exec-image grove-initc=...` runs it locally)."""
 OPERATOR_VERSION = "0.1.0"
 DEFAULT_MAX_PODS_PER_PODCLIQUESET = 100_000
 DEFAULT_EXEMPT_USERS = (
@@ -95,9 +97,11 @@ class OperatorConfig:
     """Serve and register the admission webhooks (None: no webhooks, as in tests of the reconcilers alone)."""
 
     @staticmethod
-    def init_image_from_env(default: str | None = None) -> str:
-        """`$GROVE_INIT_CONTAINER_IMAGE:<operator version>` as upstream builds it, else `default`."""
-        repo = os.environ.get(glabels.ENV_INIT_CONTAINER_IMAGE)
-        if repo:
-            return f"{repo}:{OPERATOR_VERSION}"
-        return default or f"{DEFAULT_INIT_CONTAINER_IMAGE}:{OPERATOR_VERSION}"
+    def init_image(flag: str | None = None, env: Mapping[str, str] | None = None) -> str:
+        """The `grove-initc` image: `--initc-image`, else `$GROVE_INIT_CONTAINER_IMAGE` (upstream's name), else
+        `grove-initc`. A repository gets the operator's version as its tag, as upstream builds it; a reference
+        that already names a tag or digest is used as given."""
+        env = os.environ if env is None else env
+        image = flag or env.get(glabels.ENV_INIT_CONTAINER_IMAGE) or DEFAULT_INIT_CONTAINER_IMAGE
+        last = image.rsplit("/", 1)[-1]
+        return image if ":" in last or "@" in image else f"{image}:{OPERATOR_VERSION}"

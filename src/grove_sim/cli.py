@@ -68,12 +68,28 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PREFIX=COMMAND",
         help="run init containers whose image starts with PREFIX as the local COMMAND (repeatable)",
     )
+    up.add_argument(
+        "--restart-backoff",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="kubelet's crash-loop backoff: a failed container's second restart waits this long, doubling (default 10)",
+    )
+    up.add_argument(
+        "--max-restart-backoff", type=float, default=300.0, metavar="SECONDS", help="cap of that backoff (default 300)"
+    )
+    up.add_argument(
+        "--audit-log-path",
+        default=None,
+        metavar="PATH",
+        help="append one audit event per request (JSON lines, as kube-apiserver's --audit-log-path)",
+    )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
 
 async def _serve(args: argparse.Namespace, options: SimOptions) -> None:
-    server = SimServer(options, kubeconfig=str(args.kubeconfig))
+    server = SimServer(options)
     url = await server.start(args.host, args.port)
     tune_gc()
     write_kubeconfig(args.kubeconfig, url)
@@ -103,7 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"grove-sim: {exc}", file=sys.stderr)
         return 2
     options = SimOptions(
-        nodes=nodes, ready_delay=args.ready_delay, delete_delay=args.delete_delay, exec_images=dict(args.exec_image)
+        nodes=nodes,
+        ready_delay=args.ready_delay,
+        delete_delay=args.delete_delay,
+        exec_images=dict(args.exec_image),
+        restart_backoff=args.restart_backoff,
+        max_restart_backoff=args.max_restart_backoff,
+        audit_log=args.audit_log_path,
     )
     asyncio.run(_serve(args, options))
     return 0

@@ -23,8 +23,10 @@ from grove_sim.controllers.namespaces import NamespaceController
 from grove_sim.controllers.tokens import TokenController
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.http.app import make_app
+from grove_sim.http.audit import AuditLog
 from grove_sim.http.context import ApiContext
 from grove_sim.http.webhook_client import AiohttpWebhookTransport
+from grove_sim.machinery.kubeconfig import kubeconfig_document
 from grove_sim.registry.core import Core
 from grove_sim.registry.resources import Registry
 from grove_sim.registry.webhooks import WebhookAdmission
@@ -43,22 +45,14 @@ class SimOptions:
     ready_delay: float = 0.0
     delete_delay: float = 0.05
     exec_images: dict[str, str] = field(default_factory=dict)
+    restart_backoff: float = 10.0
+    """Seconds a failed container waits before its second restart (doubling up to ``max_restart_backoff``)."""
+    max_restart_backoff: float = 300.0
+    audit_log: str | None = None
+    """A file to append one audit event (JSON line) per request to, as kube-apiserver's ``--audit-log-path``."""
     history: int = DEFAULT_HISTORY
     bookmark_interval: float = 60.0
     default_service_accounts: bool = True
-
-
-def kubeconfig_document(url: str, *, name: str = "grove-sim", token: str = SIM_TOKEN) -> dict[str, Any]:
-    """A kubeconfig for ``url`` with a token user (the admin's token unless another is given)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": url}}],
-        "users": [{"name": name, "user": {"token": token}}],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}],
-        "current-context": name,
-        "preferences": {},
-    }
 
 
 def write_kubeconfig(path: str | os.PathLike[str], url: str, *, token: str = SIM_TOKEN) -> Path:
@@ -75,32 +69,45 @@ def write_kubeconfig(path: str | os.PathLike[str], url: str, *, token: str = SIM
 class SimServer:
     """One simulated cluster served over HTTP on the running event loop."""
 
-    def __init__(self, options: SimOptions | None = None, *, kubeconfig: str | None = None) -> None:
+    def __init__(self, options: SimOptions | None = None) -> None:
         self.options = options or SimOptions()
         self.store = Store(history=self.options.history)
         self.registry = Registry()
         self.core = Core(self.store, self.registry)
+        self.tokens = TokenController(self.core, default_service_accounts=self.options.default_service_accounts)
         self.webhook_transport = AiohttpWebhookTransport()
         self.context = ApiContext(
             self.core,
             bookmark_interval=self.options.bookmark_interval,
-            authenticator=Authenticator(self.store, static_tokens={SIM_TOKEN: ADMIN}),
+            authenticator=Authenticator(
+                self.store, static_tokens={SIM_TOKEN: ADMIN}, bound_tokens=self.tokens.issued_to
+            ),
             admission=WebhookAdmission(self.store, self.webhook_transport),
         )
         self.gc = GarbageCollector(self.core)
         self.namespaces = NamespaceController(self.core)
-        self.tokens = TokenController(self.core, default_service_accounts=self.options.default_service_accounts)
         self.kubelet = Kubelet(
             self.core,
             KubeletOptions(
                 ready_delay=self.options.ready_delay,
                 delete_delay=self.options.delete_delay,
                 exec_images=dict(self.options.exec_images),
-                kubeconfig=kubeconfig,
+                restart_backoff=self.options.restart_backoff,
+                max_restart_backoff=self.options.max_restart_backoff,
             ),
+            token_for=self.tokens.token_for,
         )
+        if self.options.audit_log:
+            self.context.audit = AuditLog(self.options.audit_log)
         self._runner: web.AppRunner | None = None
         self.url = ""
+
+    def user_of(self, token: str | None) -> str:
+        """Who a bearer token authenticates as (the administrator, a service account, anonymous); raises
+        ``Unauthorized`` for a token nobody holds."""
+        authenticator = self.context.authenticator
+        assert authenticator is not None
+        return authenticator.authenticate(f"Bearer {token}" if token else None).username
 
     def _queues(self) -> list[WorkQueue[Any]]:
         return [self.gc.queue, self.namespaces.queue, self.tokens.queue, *self.kubelet.queues()]
@@ -121,11 +128,8 @@ class SimServer:
         addresses = self._runner.addresses
         bound = int(addresses[0][1]) if addresses else port
         self.url = f"http://{host}:{bound}"
+        self.kubelet.options.server_url = self.url
         return self.url
-
-    def set_kubeconfig(self, path: str) -> None:
-        """The kubeconfig executable-image processes get as ``KUBECONFIG``."""
-        self.kubelet.options.kubeconfig = path
 
     def idle(self) -> bool:
         """True when no controller has pending work (tests use it to wait for quiescence)."""
@@ -142,3 +146,5 @@ class SimServer:
         await self.kubelet.stop_tasks()
         for queue in self._queues():
             await queue.stop()
+        if self.context.audit is not None:
+            self.context.audit.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import sys
 import tempfile
 import threading
 import time
@@ -22,9 +23,18 @@ from typing import Any, TypeVar
 from grove_sim.machinery import errors
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
-__all__ = ["SimCluster"]
+__all__ = ["SimCluster", "console_script"]
 
 T = TypeVar("T")
+
+
+def console_script(name: str) -> str:
+    """The console script ``name`` installed beside this interpreter (``.venv/bin/<name>``), for instance the
+    command of ``--exec-image grove-initc=<command>``; raises FileNotFoundError when it is not installed."""
+    path = Path(sys.executable).parent / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is not installed (make venv installs the console scripts)")
+    return str(path)
 
 
 class SimCluster:
@@ -66,7 +76,7 @@ class SimCluster:
         def run() -> None:
             asyncio.set_event_loop(loop)
             try:
-                self.server = SimServer(self.options, kubeconfig=self.kubeconfig)
+                self.server = SimServer(self.options)
                 url = loop.run_until_complete(self.server.start())
             except BaseException as exc:
                 ready.set_exception(exc)

@@ -7,7 +7,8 @@ Three kinds of caller, in kube-apiserver's terms:
 * service accounts: the tokens the token controller mints into ``kubernetes.io/service-account-token`` Secrets
   (legacy service-account tokens) resolve to ``system:serviceaccount:<namespace>:<name>`` with the
   service-account groups, for as long as the Secret holds the token and the ServiceAccount it names exists with the
-  uid the Secret recorded;
+  uid the Secret recorded; tokens the TokenRequest stand-in issued for a pod's projected volume (bound tokens)
+  resolve to their service account for as long as it exists;
 * a request without credentials is ``system:anonymous`` (anonymous auth is on, as by default).
 
 Any other token, or another scheme (``Basic``), is a 401 ``Unauthorized``, as kube-apiserver answers.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,9 +116,16 @@ class Authenticator:
     exists and is the one the Secret was minted for).
     """
 
-    def __init__(self, store: Store, *, static_tokens: Mapping[str, UserInfo] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        static_tokens: Mapping[str, UserInfo] | None = None,
+        bound_tokens: Callable[[str], tuple[str, str] | None] | None = None,
+    ) -> None:
         self._store = store
         self._static = dict(static_tokens or {})
+        self._bound_tokens = bound_tokens
         self._by_token: dict[str, tuple[str, str]] = {}
         self._by_secret: dict[tuple[str, str], str] = {}
         for secret in store.list(_SECRETS):
@@ -169,10 +177,17 @@ class Authenticator:
         user = self._static.get(token)
         if user is not None:
             return user
-        user = self._service_account(token)
+        user = self._service_account(token) or self._bound(token)
         if user is None:
             raise Unauthorized()
         return user
+
+    def _bound(self, token: str) -> UserInfo | None:
+        bound = self._bound_tokens(token) if self._bound_tokens is not None else None
+        if bound is None:
+            return None
+        namespace, sa_name = bound
+        return self._live_account(namespace, sa_name, expected_uid=None)
 
     def _service_account(self, token: str) -> UserInfo | None:
         ref = self._by_token.get(token)
@@ -184,10 +199,13 @@ class Authenticator:
             return None
         annotations = secret["metadata"].get("annotations") or {}
         sa_name = str(annotations.get(_SA_NAME) or "default")
+        return self._live_account(namespace, sa_name, expected_uid=annotations.get(_SA_UID) or None)
+
+    def _live_account(self, namespace: str, sa_name: str, *, expected_uid: str | None) -> UserInfo | None:
         account = self._store.get(_SERVICE_ACCOUNTS, namespace, sa_name)
         if account is None or account["metadata"].get("deletionTimestamp"):
             return None
         uid = str(account["metadata"].get("uid") or "")
-        if annotations.get(_SA_UID) and annotations[_SA_UID] != uid:
+        if expected_uid is not None and expected_uid != uid:
             return None
         return service_account_user(namespace, sa_name, uid)

@@ -6,26 +6,41 @@ command line, from ``grove-sim up --exec-image PREFIX=COMMAND`` or the Python AP
 command runs with the container's ``args`` appended and this environment:
 
 - the container's ``env`` entries with ``value`` or a downward-API ``fieldRef`` resolved;
-- ``KUBECONFIG``: a kubeconfig for this simulated server;
-- ``GROVE_SIM_POD_INFO_DIR``: a temp dir holding one sub-directory per downward-API volume of the pod, with the
-  volume's files materialised (e.g. ``<dir>/podinfo/labels``);
+- ``KUBECONFIG``: a kubeconfig of its own for this simulated server, carrying the token the container would find
+  in its service-account volume (never the administrator's credentials), or no credentials at all;
+- ``GROVE_SIM_POD_INFO_DIR``: a temp dir holding one sub-directory per downward-API or Secret volume of the pod,
+  with the volume's files materialised (e.g. ``<dir>/podinfo/labels``);
 - ``GROVE_SIM_MOUNT_<VOLUME>`` (volume name upper-cased, ``-`` and ``.`` as ``_``): the local directory that stands
   in for that volume's ``mountPath``, and ``GROVE_SIM_MOUNTS``: a JSON map ``{mountPath: local dir}``.
+
+The process lives in grove-sim's process group and, on Linux, is killed if grove-sim dies, so a killed simulator
+leaves no waiting init container behind. Its output is kept only as a bounded tail (the termination message).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import json
 import os
 import re
 import shlex
+import signal
+import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ExecResult", "match_exec_image", "resolve_field_ref", "run_container"]
+import yaml
+
+from grove_sim.machinery.kubeconfig import kubeconfig_document
+
+__all__ = ["ExecProcess", "ExecResult", "match_exec_image", "resolve_field_ref", "start_container"]
+
+OUTPUT_TAIL = 4096
+"""Bytes of a process's output kept: the tail becomes the termination message."""
 
 _LABEL_REF = re.compile(r"metadata\.(labels|annotations)\['([^']*)'\]\Z")
 
@@ -64,7 +79,7 @@ def resolve_field_ref(pod: Mapping[str, Any], path: str) -> str:
 
 
 class ExecResult:
-    """How a run ended: exit code and the tail of its output (the termination message)."""
+    """How a run ended: exit code (negative: killed by that signal) and the tail of its output."""
 
     def __init__(self, exit_code: int, message: str) -> None:
         self.exit_code = exit_code
@@ -75,60 +90,158 @@ def _volume_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
 
 
-def _materialise(pod: Mapping[str, Any], root: Path) -> dict[str, Path]:
+def _materialise(pod: Mapping[str, Any], root: Path, secrets: Mapping[str, Mapping[str, bytes]]) -> dict[str, Path]:
     dirs: dict[str, Path] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or []:
+        name = str(volume.get("name"))
         downward = volume.get("downwardAPI")
-        if not isinstance(downward, dict):
-            continue
-        target = root / str(volume.get("name"))
-        target.mkdir(parents=True, exist_ok=True)
-        for item in downward.get("items") or []:
-            ref = (item.get("fieldRef") or {}).get("fieldPath")
-            if ref and item.get("path"):
-                path = target / str(item["path"])
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(resolve_field_ref(pod, ref), encoding="utf-8")
-        dirs[str(volume.get("name"))] = target
+        if isinstance(downward, dict):
+            target = root / name
+            target.mkdir(parents=True, exist_ok=True)
+            for item in downward.get("items") or []:
+                ref = (item.get("fieldRef") or {}).get("fieldPath")
+                if ref and item.get("path"):
+                    path = target / str(item["path"])
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(resolve_field_ref(pod, ref), encoding="utf-8")
+            dirs[name] = target
+        elif name in secrets:
+            target = root / name
+            target.mkdir(parents=True, exist_ok=True)
+            for file, content in secrets[name].items():
+                (target / file).write_bytes(content)
+            dirs[name] = target
     return dirs
 
 
-async def run_container(
-    command: str, pod: Mapping[str, Any], container: Mapping[str, Any], kubeconfig: str | None
-) -> ExecResult:
-    """Run ``command`` (plus the container's args) for ``container`` of ``pod`` and wait for it to exit."""
-    with tempfile.TemporaryDirectory(prefix="grove-sim-pod-") as tmp:
-        root = Path(tmp)
-        volumes = _materialise(pod, root)
-        env = dict(os.environ)
-        for entry in container.get("env") or []:
-            name = entry.get("name")
-            if not name:
-                continue
-            if "value" in entry:
-                env[name] = str(entry["value"])
-            elif (entry.get("valueFrom") or {}).get("fieldRef"):
-                env[name] = resolve_field_ref(pod, entry["valueFrom"]["fieldRef"].get("fieldPath", ""))
+def _die_with_parent() -> Callable[[], None] | None:
+    """A pre-exec hook asking the kernel to SIGKILL the child when grove-sim dies (Linux); None elsewhere.
+
+    The libc function is looked up here, before any fork, so the hook itself only makes one system call.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGKILL))
+
+    return hook
+
+
+_PRE_EXEC = _die_with_parent()
+
+
+class ExecProcess:
+    """A running executable-image container: its pid, SIGTERM/SIGKILL, and how it ended (files removed then)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, tmp: tempfile.TemporaryDirectory[str]) -> None:
+        self._proc = proc
+        self._tmp = tmp
+
+    @property
+    def pid(self) -> int:
+        """The process id (grove-sim reports it as the container ID)."""
+        return self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        """Whether the process has not exited yet."""
+        return self._proc.returncode is None
+
+    def send(self, sig: int) -> None:
+        """Send ``sig`` unless the process has exited."""
+        if self.running:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.send_signal(sig)
+
+    async def stop(self, sig: int, grace: float) -> None:
+        """Send ``sig`` (SIGTERM), then SIGKILL if the process is still running ``grace`` seconds later."""
+        self.send(sig)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._proc.wait()), grace)
+        except TimeoutError:
+            self.send(signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                await self._proc.wait()
+
+    async def wait(self) -> ExecResult:
+        """Wait for the exit, keeping only the output's tail; cancelled, the process is killed first."""
+        tail = b""
+        try:
+            assert self._proc.stdout is not None
+            while chunk := await self._proc.stdout.read(65536):
+                tail = (tail + chunk)[-OUTPUT_TAIL:]
+            code = await self._proc.wait()
+        except asyncio.CancelledError:
+            self.send(signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                await self._proc.wait()
+            raise
+        finally:
+            self._tmp.cleanup()
+        return ExecResult(code, tail.decode(errors="replace"))
+
+
+def _environment(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, str]:
+    env = dict(os.environ)
+    for entry in container.get("env") or []:
+        name = entry.get("name")
+        if not name:
+            continue
+        if "value" in entry:
+            env[name] = str(entry["value"])
+        elif (entry.get("valueFrom") or {}).get("fieldRef"):
+            env[name] = resolve_field_ref(pod, entry["valueFrom"]["fieldRef"].get("fieldPath", ""))
+    return env
+
+
+async def start_container(
+    command: str,
+    pod: Mapping[str, Any],
+    container: Mapping[str, Any],
+    *,
+    server_url: str,
+    token: str | None,
+    secrets: Mapping[str, Mapping[str, bytes]] | None = None,
+) -> ExecProcess:
+    """Start ``command`` (plus the container's args) for ``container`` of ``pod``; raises OSError if it cannot.
+
+    ``token`` is the bearer token its kubeconfig carries; ``secrets`` the files of the pod's Secret volumes.
+    """
+    tmp = tempfile.TemporaryDirectory(prefix="grove-sim-pod-")
+    try:
+        root = Path(tmp.name)
+        volumes = _materialise(pod, root / "volumes", secrets or {})
+        env = _environment(pod, container)
         mounts: dict[str, str] = {}
         for mount in container.get("volumeMounts") or []:
             local = volumes.get(str(mount.get("name")))
             if local is not None:
                 env[f"GROVE_SIM_MOUNT_{_volume_name(str(mount.get('name')))}"] = str(local)
                 mounts[str(mount.get("mountPath"))] = str(local)
-        env["GROVE_SIM_POD_INFO_DIR"] = str(root)
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+        kubeconfig = root / "kubeconfig"
+        document = kubeconfig_document(server_url, token=token, namespace=namespace, user="pod")
+        kubeconfig.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+        env["KUBECONFIG"] = str(kubeconfig)
+        env["GROVE_SIM_POD_INFO_DIR"] = str(root / "volumes")
         env["GROVE_SIM_MOUNTS"] = json.dumps(mounts)
-        if kubeconfig:
-            env["KUBECONFIG"] = kubeconfig
         argv = shlex.split(command) + [str(a) for a in container.get("args") or []]
         proc = await asyncio.create_subprocess_exec(
-            *argv, env=env, cwd=tmp, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            *argv,
+            env=env,
+            cwd=root,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=_PRE_EXEC,
         )
-        try:
-            output, _ = await proc.communicate()
-        except asyncio.CancelledError:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            raise
-        text = output.decode(errors="replace")
-        return ExecResult(proc.returncode if proc.returncode is not None else -1, text[-4096:])
+    except BaseException:
+        tmp.cleanup()
+        raise
+    return ExecProcess(proc, tmp)

@@ -15,7 +15,7 @@ import logging
 
 from aiohttp import web
 
-from grove_sim.auth.authentication import Unauthorized
+from grove_sim.auth.authentication import ANONYMOUS, Unauthorized
 from grove_sim.http.context import ApiContext, json_response, warning_headers
 from grove_sim.http.dispatch import handle_resource
 from grove_sim.http.nonresource import serve_nonresource
@@ -40,6 +40,8 @@ def make_app(ctx: ApiContext) -> web.Application:
     async def serve(request: web.Request, warnings: list[str]) -> web.StreamResponse:
         try:
             user = ctx.authenticate(request)
+            if ctx.audit is not None:
+                ctx.audit.record(request, user.username)
             if request.method == "GET":
                 answered = serve_nonresource(ctx.core.registry, request)
                 if answered is not None:
@@ -52,6 +54,8 @@ def make_app(ctx: ApiContext) -> web.Application:
                 raise errors.route_not_found()
             return await handle_resource(ctx, request, ri, info, user, warnings)
         except Unauthorized:
+            if ctx.audit is not None:
+                ctx.audit.record(request, ANONYMOUS.username)
             exc = errors.unauthorized()
             return json_response(exc.status(), exc.code)
         except errors.ApiError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
@@ -22,6 +22,9 @@ from grove_sim.registry.steps import Steps, run
 from grove_sim.registry.webhooks import WebhookAdmission
 from grove_sim.storage.store import dumps
 from grove_sim.storage.watch import Watcher
+
+if TYPE_CHECKING:
+    from grove_sim.http.audit import AuditLog
 
 __all__ = [
     "ApiContext",
@@ -49,6 +52,7 @@ class ApiContext:
     watchers: set[Watcher] = field(default_factory=set)
     authenticator: Authenticator | None = None
     admission: WebhookAdmission | None = None
+    audit: AuditLog | None = None
 
     def authenticate(self, request: web.Request) -> UserInfo:
         """The user of a request's ``Authorization`` and ``Impersonate-*`` headers (raises ``Unauthorized``)."""
