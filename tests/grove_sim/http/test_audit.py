@@ -42,7 +42,11 @@ async def test_each_request_is_one_event_with_user_verb_and_object(audited: tupl
         ("DELETE", "/api/v1/namespaces/default/configmaps", SIM_TOKEN, None),
         ("GET", "/version", None, None),
     ]
+    account = {"metadata": {"name": "reader"}}
     async with aiohttp.ClientSession() as session:
+        headers = {"Authorization": f"Bearer {SIM_TOKEN}"}
+        async with session.post(f"{sim.url}/api/v1/namespaces/default/serviceaccounts", json=account, headers=headers):
+            pass
         for method, path, token, body in requests:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             async with session.request(method, sim.url + path, json=body, headers=headers) as resp:

@@ -77,6 +77,25 @@ async def test_service_account_tokens_are_valid_while_their_secret_and_account_e
     assert (await _whoami(sim, {"Authorization": f"Bearer {token}"}))[0] == 401
 
 
+async def test_bound_tokens_are_their_service_account_while_it_exists(sim: SimCluster) -> None:
+    """A token issued for a pod's projected volume (no Secret holds it) authenticates as its service account, and
+    stops doing so once the account is deleted, as kube-apiserver checks a bound token's account."""
+    sim.service_account_kubeconfig("bound-ns", "runner")
+    token = sim.call(lambda s: s.tokens.token_for("bound-ns", "runner-projected"))
+    headers = {"Authorization": f"Bearer {token}"}
+    assert (await _whoami(sim, headers))[0] == 401  # issued for an account that does not exist
+    async with aiohttp.ClientSession() as session:
+        url = f"{sim.url}/api/v1/namespaces/bound-ns/serviceaccounts"
+        async with session.post(url, json={"metadata": {"name": "runner-projected"}}) as created:
+            assert created.status == 201
+        status, review = await _whoami(sim, headers)
+        assert status == 201
+        assert review["status"]["userInfo"]["username"] == "system:serviceaccount:bound-ns:runner-projected"
+        async with session.delete(f"{url}/runner-projected") as deleted:
+            assert deleted.status == 200
+    assert (await _whoami(sim, headers))[0] == 401
+
+
 async def test_impersonation_replaces_the_user(sim: SimCluster) -> None:
     """Impersonate-User/Group headers (kubectl --as, --as-group) name the user admission sees."""
     status, review = await _whoami(
