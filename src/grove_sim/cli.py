@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from grove_sim.auth.authorizer import MODES
 from grove_sim.cluster import ClusterShapeError, nodes_from_file, nodes_from_flags
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
@@ -84,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="append one audit event per request (JSON lines, as kube-apiserver's --audit-log-path)",
     )
+    up.add_argument(
+        "--authorization-mode",
+        choices=MODES,
+        default="AlwaysAllow",
+        help="AlwaysAllow (default) or RBAC: Roles, ClusterRoles and their bindings decide, as kube-apiserver's",
+    )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
@@ -126,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         restart_backoff=args.restart_backoff,
         max_restart_backoff=args.max_restart_backoff,
         audit_log=args.audit_log_path,
+        authorization_mode=args.authorization_mode,
     )
     asyncio.run(_serve(args, options))
     return 0

@@ -16,6 +16,7 @@ import logging
 from aiohttp import web
 
 from grove_sim.auth.authentication import ANONYMOUS, Unauthorized
+from grove_sim.http.authorize import authorize_request
 from grove_sim.http.context import ApiContext, json_response, warning_headers
 from grove_sim.http.dispatch import handle_resource
 from grove_sim.http.nonresource import serve_nonresource
@@ -42,11 +43,13 @@ def make_app(ctx: ApiContext) -> web.Application:
             user = ctx.authenticate(request)
             if ctx.audit is not None:
                 ctx.audit.record(request, user.username)
+            ri = parse_path(request.path)
+            if ctx.authorizer is not None:
+                authorize_request(ctx.authorizer, request, ri, user)
             if request.method == "GET":
                 answered = serve_nonresource(ctx.core.registry, request)
                 if answered is not None:
                     return answered
-            ri = parse_path(request.path)
             if ri is None or not ri.plural:
                 raise errors.route_not_found()
             info = ctx.core.registry.get(ri.group, ri.version, ri.plural)
