@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import logging
 import signal
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from grove_sim.auth.authorizer import MODES
 from grove_sim.cluster import ClusterShapeError, nodes_from_file, nodes_from_flags
+from grove_sim.http.fault_config import FaultConfig, parse_faults
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
 __all__ = ["build_parser", "main", "tune_gc"]
@@ -45,6 +47,14 @@ def _exec_image(text: str) -> tuple[str, str]:
     if not sep or not prefix or not command:
         raise argparse.ArgumentTypeError(f"expected PREFIX=COMMAND, got {text!r}")
     return prefix, command
+
+
+def _faults(text: str) -> FaultConfig:
+    try:
+        raw = Path(text[1:]).read_text(encoding="utf-8") if text.startswith("@") else text
+        return parse_faults(json.loads(raw))
+    except (OSError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"invalid fault configuration: {exc}") from exc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="AlwaysAllow",
         help="AlwaysAllow (default) or RBAC: Roles, ClusterRoles and their bindings decide, as kube-apiserver's",
     )
+    up.add_argument(
+        "--faults",
+        type=_faults,
+        default=None,
+        metavar="JSON|@FILE",
+        help="inject faults from the start (errors, latency, dropped/expired watches, pause; seeded); see "
+        "docs/simulator.md; change at run time with PUT /sim/faults",
+    )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
@@ -134,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_restart_backoff=args.max_restart_backoff,
         audit_log=args.audit_log_path,
         authorization_mode=args.authorization_mode,
+        faults=args.faults,
     )
     asyncio.run(_serve(args, options))
     return 0

@@ -27,6 +27,8 @@ from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.http.app import make_app
 from grove_sim.http.audit import AuditLog
 from grove_sim.http.context import ApiContext
+from grove_sim.http.fault_config import FaultConfig
+from grove_sim.http.faults import FaultInjector
 from grove_sim.http.webhook_client import AiohttpWebhookTransport
 from grove_sim.machinery.kubeconfig import kubeconfig_document
 from grove_sim.registry.core import Core
@@ -55,6 +57,8 @@ class SimOptions:
     history: int = DEFAULT_HISTORY
     bookmark_interval: float = 60.0
     default_service_accounts: bool = True
+    faults: FaultConfig | None = None
+    """Faults to inject from the start (None: none until ``PUT /sim/faults``)."""
     authorization_mode: str = "AlwaysAllow"
     """``AlwaysAllow`` or ``RBAC`` (kube-apiserver's ``--authorization-mode``); RBAC seeds the default policy."""
 
@@ -104,6 +108,7 @@ class SimServer:
         if self.options.audit_log:
             self.context.audit = AuditLog(self.options.audit_log)
         self.context.authorizer = new_authorizer(self.options.authorization_mode, self.store)
+        self.context.faults = FaultInjector(self.store, self.options.faults)
         self._runner: web.AppRunner | None = None
         self.url = ""
 

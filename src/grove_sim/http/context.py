@@ -26,6 +26,7 @@ from grove_sim.storage.watch import Watcher
 
 if TYPE_CHECKING:
     from grove_sim.http.audit import AuditLog
+    from grove_sim.http.faults import FaultInjector
 
 __all__ = [
     "ApiContext",
@@ -56,6 +57,8 @@ class ApiContext:
     audit: AuditLog | None = None
     authorizer: Authorizer | None = None
     """The authorization mode in force; None is ``AlwaysAllow`` (no check at all)."""
+    faults: FaultInjector | None = None
+    """Fault injection and its ``/sim/faults`` endpoint and ``/metrics`` (None: neither is served)."""
 
     def authenticate(self, request: web.Request) -> UserInfo:
         """The user of a request's ``Authorization`` and ``Impersonate-*`` headers (raises ``Unauthorized``, and
