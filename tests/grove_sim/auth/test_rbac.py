@@ -12,9 +12,9 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import yaml
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
@@ -81,7 +81,7 @@ async def test_a_service_account_without_pods_binding_gets_403_and_can_i_agrees(
         with pytest.raises(ApiException) as refused:
             await client.CoreV1Api(api).create_namespaced_pod_binding("p", NS, body)
         assert refused.value.status == 403
-        status = json.loads(refused.value.body)
+        status = json.loads(refused.value.body or b"{}")
         assert status["reason"] == "Forbidden"
         assert status["message"] == (
             f'pods "p" is forbidden: User "{SA_USER}" cannot create resource "pods/binding" in API group "" '
