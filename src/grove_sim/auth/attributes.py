@@ -15,7 +15,7 @@ from typing import Any
 from grove_sim.auth.authentication import UserInfo
 from grove_sim.machinery import errors
 
-__all__ = ["Attributes", "Decision", "forbidden", "rule_allows"]
+__all__ = ["Attributes", "CompiledRule", "Decision", "compile_rule", "forbidden", "rule_allows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,43 +46,54 @@ class Decision:
     reason: str = ""
 
 
-def _strings(rule: Mapping[str, Any], key: str) -> list[str]:
+def _strings(rule: Mapping[str, Any], key: str) -> frozenset[str]:
     values = rule.get(key)
-    return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+    return frozenset(v for v in values if isinstance(v, str)) if isinstance(values, list) else frozenset()
 
 
-def _resource_matches(resources: list[str], combined: str, subresource: str) -> bool:
-    for resource in resources:
-        if resource == "*" or resource == combined:
-            return True
-        if subresource and resource == f"*/{subresource}":
-            return True
-    return False
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    """A ``PolicyRule`` as sets, so matching a request is a few set lookups (RBAC's ``RuleAllows``)."""
+
+    verbs: frozenset[str]
+    groups: frozenset[str]
+    resources: frozenset[str]
+    names: frozenset[str]
+    urls: tuple[str, ...]
+
+    def allows(self, attributes: Attributes) -> bool:
+        """Whether this rule allows the request."""
+        if attributes.verb not in self.verbs and "*" not in self.verbs:
+            return False
+        if not attributes.resource_request:
+            path = attributes.path
+            return any(
+                url == "*" or url == path or (url.endswith("*") and path.startswith(url.rstrip("*")))
+                for url in self.urls
+            )
+        if attributes.group not in self.groups and "*" not in self.groups:
+            return False
+        resources = self.resources
+        sub = attributes.subresource
+        if not ("*" in resources or attributes.combined_resource in resources or (sub and f"*/{sub}" in resources)):
+            return False
+        return not self.names or attributes.name in self.names
 
 
-def _url_matches(urls: list[str], path: str) -> bool:
-    for url in urls:
-        if url == "*" or url == path:
-            return True
-        if url.endswith("*") and path.startswith(url.rstrip("*")):
-            return True
-    return False
+def compile_rule(rule: Mapping[str, Any]) -> CompiledRule:
+    """The set form of a ``PolicyRule`` dict."""
+    return CompiledRule(
+        verbs=_strings(rule, "verbs"),
+        groups=_strings(rule, "apiGroups"),
+        resources=_strings(rule, "resources"),
+        names=_strings(rule, "resourceNames"),
+        urls=tuple(sorted(_strings(rule, "nonResourceURLs"))),
+    )
 
 
 def rule_allows(attributes: Attributes, rule: Mapping[str, Any]) -> bool:
     """Whether one ``PolicyRule`` allows the request (RBAC's ``RuleAllows``)."""
-    verbs = _strings(rule, "verbs")
-    if "*" not in verbs and attributes.verb not in verbs:
-        return False
-    if not attributes.resource_request:
-        return _url_matches(_strings(rule, "nonResourceURLs"), attributes.path)
-    groups = _strings(rule, "apiGroups")
-    if "*" not in groups and attributes.group not in groups:
-        return False
-    if not _resource_matches(_strings(rule, "resources"), attributes.combined_resource, attributes.subresource):
-        return False
-    names = _strings(rule, "resourceNames")
-    return not names or attributes.name in names
+    return compile_rule(rule).allows(attributes)
 
 
 def forbidden(attributes: Attributes, reason: str = "") -> errors.ApiError:

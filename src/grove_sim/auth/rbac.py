@@ -6,8 +6,10 @@ ServiceAccounts (a RoleBinding's ServiceAccount subject without a namespace mean
 ``system:masters`` are allowed everything before RBAC is asked, as kube-apiserver's privileged-group authorizer
 does. Nothing is ever denied explicitly: no rule, no access.
 
-Bindings are indexed by subject from the store's events, so a decision looks up the user's name, each group and
-(for a service account) the account, instead of scanning every binding; roles are read by name. The same walk
+Bindings are indexed by subject from the store's events, so resolving a user's rules looks up the user's name, each
+group and (for a service account) the account, instead of scanning every binding; roles are read by name. The rules
+a user has in a namespace are compiled to sets and kept until any role or binding changes, so a decision is a dict
+lookup and a few set lookups per rule. The same walk
 answers ``SelfSubjectRulesReview`` (``rules_for``), so ``kubectl auth can-i --list`` shows what is enforced.
 """
 
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from grove_sim.auth.attributes import Attributes, Decision, rule_allows
+from grove_sim.auth.attributes import Attributes, CompiledRule, Decision, compile_rule
 from grove_sim.auth.authentication import UserInfo
 from grove_sim.storage.store import Event, Store
 
@@ -30,6 +32,8 @@ _CLUSTER_ROLES: Final = (RBAC_GROUP, "clusterroles")
 _ROLE_BINDINGS: Final = (RBAC_GROUP, "rolebindings")
 _CLUSTER_ROLE_BINDINGS: Final = (RBAC_GROUP, "clusterrolebindings")
 _BINDING_KEYS: Final = frozenset({_ROLE_BINDINGS, _CLUSTER_ROLE_BINDINGS})
+_RBAC_KEYS: Final = _BINDING_KEYS | {_ROLES, _CLUSTER_ROLES}
+_CACHE_LIMIT: Final = 4096
 _SA_PREFIX: Final = "system:serviceaccount:"
 ALL_RULES: Final = (
     {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
@@ -41,6 +45,9 @@ SubjectKey = tuple[str, str, str]
 """(kind, namespace, name): ``("User", "", "alice")``, ``("Group", "", "devs")``, ``("ServiceAccount", ns, name)``."""
 
 _BindingRef = tuple[str, str]
+_Resolved = tuple[list[tuple[str, CompiledRule]], list[str]]
+"""A user's compiled rules in a namespace, each with the reason that names where it came from, and the missing
+roles met."""
 """(namespace, name) of a binding ("" namespace for a ClusterRoleBinding)."""
 
 
@@ -94,6 +101,7 @@ class RBACAuthorizer:
         self._cluster: dict[SubjectKey, set[str]] = {}
         self._namespaced: dict[tuple[str, SubjectKey], set[str]] = {}
         self._indexed: dict[tuple[tuple[str, str], _BindingRef], list[SubjectKey]] = {}
+        self._resolved: dict[tuple[str, tuple[str, ...], str], _Resolved] = {}
         for key in _BINDING_KEYS:
             for binding in store.list(key):
                 self._index(key, binding)
@@ -102,6 +110,9 @@ class RBACAuthorizer:
     # ------------------------------------------------------------------------------------------------ the index
 
     def _on_event(self, event: Event) -> None:
+        if event.key not in _RBAC_KEYS:
+            return
+        self._resolved.clear()
         if event.key not in _BINDING_KEYS:
             return
         self._unindex(event.key, event.obj)
@@ -183,16 +194,31 @@ class RBACAuthorizer:
             if isinstance(rule, dict):
                 yield source, rule, ""
 
+    def _resolve(self, user: UserInfo, namespace: str) -> _Resolved:
+        """The user's compiled rules in ``namespace``, cached until any role or binding changes."""
+        key = (user.username, user.groups, namespace)
+        resolved = self._resolved.get(key)
+        if resolved is None:
+            rules: list[tuple[str, CompiledRule]] = []
+            problems: list[str] = []
+            for source, rule, error in self.visit(user, namespace):
+                if rule is not None:
+                    rules.append((f"RBAC: allowed by {source}", compile_rule(rule)))
+                if error:
+                    problems.append(error)
+            if len(self._resolved) >= _CACHE_LIMIT:
+                self._resolved.clear()
+            resolved = self._resolved[key] = (rules, problems)
+        return resolved
+
     def authorize(self, attributes: Attributes) -> Decision:
         """Allowed when ``system:masters`` or a bound rule allows it; otherwise no opinion, with the errors met."""
         if MASTERS in attributes.user.groups:
             return Decision(True)
-        problems: list[str] = []
-        for source, rule, error in self.visit(attributes.user, attributes.namespace):
-            if rule is not None and rule_allows(attributes, rule):
-                return Decision(True, f"RBAC: allowed by {source}")
-            if error:
-                problems.append(error)
+        rules, problems = self._resolve(attributes.user, attributes.namespace)
+        for reason, rule in rules:
+            if rule.allows(attributes):
+                return Decision(True, reason)
         if not problems:
             return Decision(False)
         joined = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
