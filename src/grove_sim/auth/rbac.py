@@ -164,6 +164,10 @@ class RBACAuthorizer:
         rules = role.get("rules")
         return kind, name, rules if isinstance(rules, list) else []
 
+    def role_rules(self, kind: str, name: str, namespace: str) -> list[Any] | None:
+        """The rules of the Role (in ``namespace``) or ClusterRole ``name``; None when it does not exist."""
+        return self._role_rules({"kind": kind, "name": name}, namespace)[2]
+
     def visit(self, user: UserInfo, namespace: str) -> Iterator[tuple[RuleSource, dict[str, Any] | None, str]]:
         """Every (source, rule, error) that applies to ``user`` in ``namespace`` ("" = cluster scope only), in
         RBAC's order: ClusterRoleBindings, then the namespace's RoleBindings; a missing role yields an error."""

@@ -319,3 +319,63 @@ async def _check(
                 assert answered.status == 201
                 allowed = (await answered.json())["status"]["allowed"]
             assert allowed == enforced, (verb, resource, namespace, name, method, path)
+
+
+async def test_nobody_grants_permissions_they_do_not_hold(rbac_sim: SimCluster) -> None:
+    """Escalation prevention: a user who may write Roles and RoleBindings may grant what she holds, not more (403
+    listing what is missing, as kube-apiserver words it), unless she may ``escalate``/``bind``."""
+    ns, rbac = "esc", f"/apis/{RBAC}/v1/namespaces/esc"
+    writer = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "Role",
+        "metadata": {"name": "writer"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+            {"apiGroups": [RBAC], "resources": ["roles", "rolebindings"], "verbs": ["create", "update"]},
+        ],
+    }
+    as_gina = {**_admin(), "Impersonate-User": "gina"}
+
+    def role(name: str, verbs: list[str], resources: tuple[str, ...] = ("pods", "pods/log")) -> dict[str, Any]:
+        rules = [{"apiGroups": [""], "resources": list(resources), "verbs": verbs}]
+        return {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": name}, "rules": rules}
+
+    async with aiohttp.ClientSession() as session:
+        await admin(session, rbac_sim, "POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        await admin(session, rbac_sim, "POST", f"{rbac}/roles", writer)
+        await admin(
+            session, rbac_sim, "POST", f"{rbac}/rolebindings", role_binding("w", "Role", "writer", [user("gina")])
+        )
+        async with session.post(
+            rbac_sim.url + f"{rbac}/roles", json=role("same", ["get"], ("pods",)), headers=as_gina
+        ) as r:
+            assert r.status == 201, await r.text()
+        async with session.post(
+            rbac_sim.url + f"{rbac}/roles", json=role("more", ["get", "delete"]), headers=as_gina
+        ) as r:
+            body = await r.json()
+        assert (r.status, body["reason"]) == (403, "Forbidden")
+        assert body["message"] == (
+            'roles.rbac.authorization.k8s.io "more" is forbidden: user "gina" (groups=["system:authenticated"]) is '
+            "attempting to grant RBAC permissions not currently held:\n"
+            '{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}\n'
+            '{APIGroups:[""], Resources:["pods/log"], Verbs:["get" "delete"]}'
+        )
+        grant_admin = role_binding("to-admin", "ClusterRole", "cluster-admin", [user("gina")])
+        async with session.post(rbac_sim.url + f"{rbac}/rolebindings", json=grant_admin, headers=as_gina) as r:
+            assert r.status == 403
+            assert "is attempting to grant RBAC permissions not currently held" in (await r.json())["message"]
+        grant_same = role_binding("to-same", "Role", "same", [user("hank")])
+        async with session.post(rbac_sim.url + f"{rbac}/rolebindings", json=grant_same, headers=as_gina) as r:
+            assert r.status == 201, await r.text()
+        escalator = {**writer, "metadata": {"name": "escalator"}, "rules": [
+            {"apiGroups": [RBAC], "resources": ["roles"], "verbs": ["escalate"]},
+        ]}  # fmt: skip
+        await admin(session, rbac_sim, "POST", f"{rbac}/roles", escalator)
+        await admin(
+            session, rbac_sim, "POST", f"{rbac}/rolebindings", role_binding("e", "Role", "escalator", [user("gina")])
+        )
+        async with session.post(
+            rbac_sim.url + f"{rbac}/roles", json=role("more", ["get", "delete"]), headers=as_gina
+        ) as r:
+            assert r.status == 201, await r.text()
