@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="JSON|@FILE",
         help="inject faults from the start (errors, latency, dropped/expired watches, pause; seeded); see "
-        "docs/simulator.md; change at run time with PUT /sim/faults",
+        "docs/sim-authorization-and-faults.md; change at run time with PUT /sim/faults",
     )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
