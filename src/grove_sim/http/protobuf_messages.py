@@ -336,20 +336,15 @@ MESSAGES: Final[dict[str, dict[int, Field]]] = {
         5: _i("unavailableReplicas"),
         8: _i("collisionCount", keep=True),
     },
-    # authorization.k8s.io/v1 reviews (kubectl auth can-i)
-    "SelfSubjectAccessReview": {1: _META, 2: _m("spec", "SelfSubjectAccessReviewSpec")},
+    # authorization.k8s.io/v1 self reviews (kubectl auth can-i, can-i --list)
+    "SelfSubjectAccessReview": {
+        1: _META,
+        2: _m("spec", "SelfSubjectAccessReviewSpec"),
+        3: _m("status", "SubjectAccessReviewStatus"),
+    },
     "SelfSubjectAccessReviewSpec": {
         1: _m("resourceAttributes", "ResourceAttributes"),
         2: _m("nonResourceAttributes", "NonResourceAttributes"),
-    },
-    "SubjectAccessReview": {1: _META, 2: _m("spec", "SubjectAccessReviewSpec")},
-    "LocalSubjectAccessReview": {1: _META, 2: _m("spec", "SubjectAccessReviewSpec")},
-    "SubjectAccessReviewSpec": {
-        1: _m("resourceAttributes", "ResourceAttributes"),
-        2: _m("nonResourceAttributes", "NonResourceAttributes"),
-        3: _s("user"),
-        4: _s("groups", rep=True),
-        6: _s("uid"),
     },
     "ResourceAttributes": {
         1: _s("namespace"),
@@ -361,8 +356,19 @@ MESSAGES: Final[dict[str, dict[int, Field]]] = {
         7: _s("name"),
     },
     "NonResourceAttributes": {1: _s("path"), 2: _s("verb")},
-    "SelfSubjectRulesReview": {1: _META, 2: _m("spec", "SelfSubjectRulesReviewSpec")},
+    "SubjectAccessReviewStatus": {
+        1: _b("allowed", keep=True),
+        4: _b("denied"),
+        2: _s("reason"),
+        3: _s("evaluationError"),
+    },
+    "SelfSubjectRulesReview": {
+        1: _META,
+        2: _m("spec", "SelfSubjectRulesReviewSpec"),
+        3: _m("status", "SubjectRulesReviewStatus"),
+    },
     "SelfSubjectRulesReviewSpec": {1: _s("namespace")},
+    "SubjectRulesReviewStatus": {3: _b("incomplete", keep=True), 4: _s("evaluationError")},
     "PodCondition": {
         1: _s("type", keep=True),
         2: _s("status", keep=True),
@@ -378,15 +384,7 @@ _TOP_LEVEL: Final = frozenset(
     {("v1", kind) for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Pod", "ResourceQuota")}
     | {("rbac.authorization.k8s.io/v1", kind) for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")}
     | {("scheduling.k8s.io/v1", "PriorityClass"), ("apps/v1", "Deployment")}
-    | {
-        ("authorization.k8s.io/v1", kind)
-        for kind in (
-            "SelfSubjectAccessReview",
-            "SubjectAccessReview",
-            "LocalSubjectAccessReview",
-            "SelfSubjectRulesReview",
-        )
-    }
+    | {("authorization.k8s.io/v1", kind) for kind in ("SelfSubjectAccessReview", "SelfSubjectRulesReview")}
 )
 
 
