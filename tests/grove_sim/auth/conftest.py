@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -23,8 +22,9 @@ IMPERSONATOR = {
 
 
 @pytest.fixture(scope="module")
-def rbac_sim() -> Iterator[SimCluster]:
-    """A cluster with ``--authorization-mode RBAC``; anonymous callers may impersonate (and nothing else), because
+def sim() -> Iterator[SimCluster]:
+    """This folder's module cluster (``kubectl_env`` and the clients of tests/conftest.py reach it): one with
+    ``--authorization-mode RBAC``; anonymous callers may impersonate (and nothing else), because
     kubectl sends no token over plain HTTP: ``kubectl --as`` is how these tests choose who asks."""
     with SimCluster(SimOptions(authorization_mode="RBAC")) as cluster:
         cluster.call(lambda s: _create(s, "clusterroles", "", IMPERSONATOR))
@@ -78,15 +78,3 @@ async def admin(session: aiohttp.ClientSession, sim: SimCluster, method: str, pa
         answer = await response.json()
         assert response.status < 300, answer
         return answer
-
-
-@pytest.fixture(scope="module")
-def rbac_kubectl_env(rbac_sim: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    env = dict(os.environ)
-    env["KUBECONFIG"] = rbac_sim.kubeconfig
-    env["KUBECACHEDIR"] = str(tmp_path_factory.mktemp("kubecache"))
-    env["NO_PROXY"] = "127.0.0.1,localhost"
-    return env
-
-
-Run = Callable[..., Any]

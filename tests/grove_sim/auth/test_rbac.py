@@ -8,6 +8,7 @@ import asyncio
 import json
 import subprocess
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -62,19 +63,19 @@ async def _bind(api: client.ApiClient, pod: str) -> int:
 
 @pytest.mark.kubectl
 async def test_a_service_account_without_pods_binding_gets_403_and_can_i_agrees(
-    rbac_sim: SimCluster, rbac_kubectl_env: dict[str, str]
+    sim: SimCluster, kubectl_env: dict[str, str]
 ) -> None:
     """The issue's acceptance: the account may read pods but not bind them; its bind is a 403 naming user, verb,
     resource and namespace; ``kubectl auth can-i`` says no; once its Role grants ``pods/binding`` both say yes."""
-    api = await _sa_client(rbac_sim)
+    api = await _sa_client(sim)
     role = {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": "binder"}, "rules": [READ_PODS]}
     pod = {"metadata": {"name": "p"}, "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "i"}]}}
     try:
         async with aiohttp.ClientSession() as session:
-            await admin(session, rbac_sim, "POST", f"/apis/{RBAC}/v1/namespaces/{NS}/roles", role)
+            await admin(session, sim, "POST", f"/apis/{RBAC}/v1/namespaces/{NS}/roles", role)
             binding = role_binding("binder", "Role", "binder", [service_account(NS, SA)])
-            await admin(session, rbac_sim, "POST", f"/apis/{RBAC}/v1/namespaces/{NS}/rolebindings", binding)
-            await admin(session, rbac_sim, "POST", f"/api/v1/namespaces/{NS}/pods", pod)
+            await admin(session, sim, "POST", f"/apis/{RBAC}/v1/namespaces/{NS}/rolebindings", binding)
+            await admin(session, sim, "POST", f"/api/v1/namespaces/{NS}/pods", pod)
         pods = await client.CoreV1Api(api).list_namespaced_pod(NS)
         assert [p.metadata.name for p in pods.items] == ["p"]
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"name": "n1"}}
@@ -89,13 +90,13 @@ async def test_a_service_account_without_pods_binding_gets_403_and_can_i_agrees(
         )
         assert status["details"] == {"name": "p", "kind": "pods"}
         can_i = ("auth", "can-i", "create", "pods", "--subresource=binding", "-n", NS, f"--as={SA_USER}")
-        answer = kubectl(rbac_kubectl_env, *can_i)
+        answer = kubectl(kubectl_env, *can_i)
         assert (answer.returncode, answer.stdout.strip()) == (1, "no"), answer.stderr
-        assert kubectl(rbac_kubectl_env, "auth", "can-i", "list", "pods", "-n", NS, f"--as={SA_USER}").stdout == "yes\n"
+        assert kubectl(kubectl_env, "auth", "can-i", "list", "pods", "-n", NS, f"--as={SA_USER}").stdout == "yes\n"
         granted = {**role, "rules": [READ_PODS, BIND_PODS]}
         async with aiohttp.ClientSession() as session:
-            await admin(session, rbac_sim, "PUT", f"/apis/{RBAC}/v1/namespaces/{NS}/roles/binder", granted)
-        answer = kubectl(rbac_kubectl_env, *can_i)
+            await admin(session, sim, "PUT", f"/apis/{RBAC}/v1/namespaces/{NS}/roles/binder", granted)
+        answer = kubectl(kubectl_env, *can_i)
         assert (answer.returncode, answer.stdout.strip()) == (0, "yes"), answer.stderr
         assert await _bind(api, "p") == 201
     finally:
@@ -103,11 +104,9 @@ async def test_a_service_account_without_pods_binding_gets_403_and_can_i_agrees(
 
 
 @pytest.mark.kubectl
-def test_kubectl_auth_can_i_list_shows_the_rules_in_force(
-    rbac_sim: SimCluster, rbac_kubectl_env: dict[str, str]
-) -> None:
+def test_kubectl_auth_can_i_list_shows_the_rules_in_force(sim: SimCluster, kubectl_env: dict[str, str]) -> None:
     """``kubectl auth can-i --list`` (a SelfSubjectRulesReview) lists the bound rules and the default ones."""
-    listed = kubectl(rbac_kubectl_env, "auth", "can-i", "--list", "-n", "default", "--as=carol")
+    listed = kubectl(kubectl_env, "auth", "can-i", "--list", "-n", "default", "--as=carol")
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert any(line.split()[:1] == ["selfsubjectaccessreviews.authorization.k8s.io"] for line in lines)
@@ -116,45 +115,45 @@ def test_kubectl_auth_can_i_list_shows_the_rules_in_force(
 
 
 @pytest.mark.kubectl
-def test_masters_may_do_everything_and_the_default_policy_exists(rbac_kubectl_env: dict[str, str]) -> None:
+def test_masters_may_do_everything_and_the_default_policy_exists(kubectl_env: dict[str, str]) -> None:
     """The administrator (``system:masters``) reads the seeded ClusterRoles; a user without bindings is refused
     with kube-apiserver's cluster-scope wording, and an anonymous caller cannot even list namespaces."""
     masters = ("--as=kubernetes-admin", "--as-group=system:masters")
-    roles = kubectl(rbac_kubectl_env, "get", "clusterroles", "-o", "name", *masters)
+    roles = kubectl(kubectl_env, "get", "clusterroles", "-o", "name", *masters)
     assert roles.returncode == 0, roles.stderr
     for name in ("cluster-admin", "system:discovery", "system:basic-user", "system:public-info-viewer"):
         assert f"clusterrole.rbac.authorization.k8s.io/{name}" in roles.stdout
-    refused = kubectl(rbac_kubectl_env, "get", "nodes", "--as=dave")
+    refused = kubectl(kubectl_env, "get", "nodes", "--as=dave")
     assert refused.returncode == 1
     assert (
         'Error from server (Forbidden): nodes is forbidden: User "dave" cannot list resource "nodes" in API group "" '
         "at the cluster scope" in refused.stderr
     )
-    assert kubectl(rbac_kubectl_env, "auth", "can-i", "*", "*", *masters).stdout.strip() == "yes"
+    assert kubectl(kubectl_env, "auth", "can-i", "*", "*", *masters).stdout.strip() == "yes"
 
 
-async def test_forbidden_wording_for_paths_missing_roles_and_impersonation(rbac_sim: SimCluster) -> None:
+async def test_forbidden_wording_for_paths_missing_roles_and_impersonation(sim: SimCluster) -> None:
     """A non-resource path, a binding whose role does not exist (RBAC's reason is appended) and an impersonation
     the caller may not make are refused as kube-apiserver refuses them."""
     async with aiohttp.ClientSession() as session:
-        async with session.get(rbac_sim.url + "/apis") as anonymous:
+        async with session.get(sim.url + "/apis") as anonymous:
             assert anonymous.status == 403
             assert (await anonymous.json())["message"] == 'forbidden: User "system:anonymous" cannot get path "/apis"'
-        async with session.get(rbac_sim.url + "/version") as public:
+        async with session.get(sim.url + "/version") as public:
             assert public.status == 200
         await admin(
-            session, rbac_sim, "POST", f"/apis/{RBAC}/v1/clusterrolebindings",
+            session, sim, "POST", f"/apis/{RBAC}/v1/clusterrolebindings",
             cluster_role_binding("dangling", "no-such-role", [user("erin")]),
         )  # fmt: skip
         headers = {"Impersonate-User": "erin", **_admin()}
-        async with session.get(rbac_sim.url + "/api/v1/nodes", headers=headers) as dangling:
+        async with session.get(sim.url + "/api/v1/nodes", headers=headers) as dangling:
             assert (await dangling.json())["message"] == (
                 'nodes is forbidden: User "erin" cannot list resource "nodes" in API group "" at the cluster scope: '
                 f'RBAC: clusterrole.{RBAC} "no-such-role" not found'
             )
-        token = _token(rbac_sim.service_account_kubeconfig("imp", "nobody"))
+        token = _token(sim.service_account_kubeconfig("imp", "nobody"))
         async with session.get(
-            rbac_sim.url + "/version", headers={"Authorization": f"Bearer {token}", "Impersonate-User": "frank"}
+            sim.url + "/version", headers={"Authorization": f"Bearer {token}", "Impersonate-User": "frank"}
         ) as impersonating:
             assert impersonating.status == 403
             assert (await impersonating.json())["message"] == (
@@ -238,9 +237,20 @@ def _attributes(verb: str, resource: str, namespace: str, name: str) -> dict[str
     return attrs
 
 
-@pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
+@dataclass(frozen=True)
+class Scenario:
+    """Roles, who they are bound to, and the requests to make."""
+
+    cluster_rules: list[dict[str, Any]]
+    role_rules: list[dict[str, Any]]
+    bind_cluster: str | None
+    bind_role: str | None
+    role_kind: str
+    asked: list[tuple[str, str, str, str]]
+
+
+scenarios = st.builds(
+    Scenario,
     cluster_rules=rules,
     role_rules=rules,
     bind_cluster=st.sampled_from(["user", "group", "sa", None]),
@@ -248,29 +258,20 @@ def _attributes(verb: str, resource: str, namespace: str, name: str) -> dict[str
     role_kind=st.sampled_from(["Role", "ClusterRole"]),
     asked=requests,
 )
-def test_can_i_answers_what_the_server_enforces(
-    rbac_sim: SimCluster,
-    cluster_rules: list[dict[str, Any]],
-    role_rules: list[dict[str, Any]],
-    bind_cluster: str | None,
-    bind_role: str | None,
-    role_kind: str,
-    asked: list[tuple[str, str, str, str]],
-) -> None:
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenario=scenarios)
+def test_can_i_answers_what_the_server_enforces(sim: SimCluster, scenario: Scenario) -> None:
     """For random roles, bindings and requests, a SelfSubjectAccessReview's answer equals whether the request
     itself is refused with a 403 (every write a dry run, so the cluster does not change)."""
-    asyncio.run(_check(rbac_sim, cluster_rules, role_rules, bind_cluster, bind_role, role_kind, asked))
+    asyncio.run(_check(sim, scenario))
 
 
-async def _check(
-    sim: SimCluster,
-    cluster_rules: list[dict[str, Any]],
-    role_rules: list[dict[str, Any]],
-    bind_cluster: str | None,
-    bind_role: str | None,
-    role_kind: str,
-    asked: list[tuple[str, str, str, str]],
-) -> None:
+async def _check(sim: SimCluster, scenario: Scenario) -> None:
+    cluster_rules, role_rules, role_kind = scenario.cluster_rules, scenario.role_rules, scenario.role_kind
+    bind_cluster, bind_role, asked = scenario.bind_cluster, scenario.bind_role, scenario.asked
     tag = uuid.uuid4().hex[:8]
     username, group_name, sa_name = f"u-{tag}", f"g-{tag}", f"sa-{tag}"
     subjects = {
@@ -322,7 +323,7 @@ async def _check(
             assert allowed == enforced, (verb, resource, namespace, name, method, path)
 
 
-async def test_nobody_grants_permissions_they_do_not_hold(rbac_sim: SimCluster) -> None:
+async def test_nobody_grants_permissions_they_do_not_hold(sim: SimCluster) -> None:
     """Escalation prevention: a user who may write Roles and RoleBindings may grant what she holds, not more (403
     listing what is missing, as kube-apiserver words it), unless she may ``escalate``/``bind``."""
     ns, rbac = "esc", f"/apis/{RBAC}/v1/namespaces/esc"
@@ -342,18 +343,12 @@ async def test_nobody_grants_permissions_they_do_not_hold(rbac_sim: SimCluster) 
         return {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": name}, "rules": rules}
 
     async with aiohttp.ClientSession() as session:
-        await admin(session, rbac_sim, "POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
-        await admin(session, rbac_sim, "POST", f"{rbac}/roles", writer)
-        await admin(
-            session, rbac_sim, "POST", f"{rbac}/rolebindings", role_binding("w", "Role", "writer", [user("gina")])
-        )
-        async with session.post(
-            rbac_sim.url + f"{rbac}/roles", json=role("same", ["get"], ("pods",)), headers=as_gina
-        ) as r:
+        await admin(session, sim, "POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        await admin(session, sim, "POST", f"{rbac}/roles", writer)
+        await admin(session, sim, "POST", f"{rbac}/rolebindings", role_binding("w", "Role", "writer", [user("gina")]))
+        async with session.post(sim.url + f"{rbac}/roles", json=role("same", ["get"], ("pods",)), headers=as_gina) as r:
             assert r.status == 201, await r.text()
-        async with session.post(
-            rbac_sim.url + f"{rbac}/roles", json=role("more", ["get", "delete"]), headers=as_gina
-        ) as r:
+        async with session.post(sim.url + f"{rbac}/roles", json=role("more", ["get", "delete"]), headers=as_gina) as r:
             body = await r.json()
         assert (r.status, body["reason"]) == (403, "Forbidden")
         assert body["message"] == (
@@ -363,26 +358,24 @@ async def test_nobody_grants_permissions_they_do_not_hold(rbac_sim: SimCluster) 
             '{APIGroups:[""], Resources:["pods/log"], Verbs:["get" "delete"]}'
         )
         grant_admin = role_binding("to-admin", "ClusterRole", "cluster-admin", [user("gina")])
-        async with session.post(rbac_sim.url + f"{rbac}/rolebindings", json=grant_admin, headers=as_gina) as r:
+        async with session.post(sim.url + f"{rbac}/rolebindings", json=grant_admin, headers=as_gina) as r:
             assert r.status == 403
             assert "is attempting to grant RBAC permissions not currently held" in (await r.json())["message"]
         grant_same = role_binding("to-same", "Role", "same", [user("hank")])
-        async with session.post(rbac_sim.url + f"{rbac}/rolebindings", json=grant_same, headers=as_gina) as r:
+        async with session.post(sim.url + f"{rbac}/rolebindings", json=grant_same, headers=as_gina) as r:
             assert r.status == 201, await r.text()
         escalator = {**writer, "metadata": {"name": "escalator"}, "rules": [
             {"apiGroups": [RBAC], "resources": ["roles"], "verbs": ["escalate"]},
         ]}  # fmt: skip
-        await admin(session, rbac_sim, "POST", f"{rbac}/roles", escalator)
+        await admin(session, sim, "POST", f"{rbac}/roles", escalator)
         await admin(
-            session, rbac_sim, "POST", f"{rbac}/rolebindings", role_binding("e", "Role", "escalator", [user("gina")])
+            session, sim, "POST", f"{rbac}/rolebindings", role_binding("e", "Role", "escalator", [user("gina")])
         )
-        async with session.post(
-            rbac_sim.url + f"{rbac}/roles", json=role("more", ["get", "delete"]), headers=as_gina
-        ) as r:
+        async with session.post(sim.url + f"{rbac}/roles", json=role("more", ["get", "delete"]), headers=as_gina) as r:
             assert r.status == 201, await r.text()
 
 
-async def test_subject_access_reviews_ask_about_another_user(rbac_sim: SimCluster) -> None:
+async def test_subject_access_reviews_ask_about_another_user(sim: SimCluster) -> None:
     """SubjectAccessReview (cluster) and LocalSubjectAccessReview (namespaced) answer for the user, groups and
     namespace the spec names, with RBAC's reason; a spec naming nobody is a 422 and a namespace mismatch a 400."""
     reviews = "/apis/authorization.k8s.io/v1"
@@ -393,30 +386,30 @@ async def test_subject_access_reviews_ask_about_another_user(rbac_sim: SimCluste
         "rules": [READ_PODS],
     }
     async with aiohttp.ClientSession() as session:
-        await admin(session, rbac_sim, "POST", f"/apis/{RBAC}/v1/clusterroles", reader)
+        await admin(session, sim, "POST", f"/apis/{RBAC}/v1/clusterroles", reader)
         binding = role_binding("sar-readers", "ClusterRole", "sar-reader", [group("readers")])
-        await admin(session, rbac_sim, "POST", "/api/v1/namespaces", {"metadata": {"name": "sar"}})
-        await admin(session, rbac_sim, "POST", f"/apis/{RBAC}/v1/namespaces/sar/rolebindings", binding)
+        await admin(session, sim, "POST", "/api/v1/namespaces", {"metadata": {"name": "sar"}})
+        await admin(session, sim, "POST", f"/apis/{RBAC}/v1/namespaces/sar/rolebindings", binding)
         attributes = {"namespace": "sar", "verb": "list", "resource": "pods"}
         spec = {"user": "ivy", "groups": ["readers"], "resourceAttributes": attributes}
-        answer = await admin(session, rbac_sim, "POST", f"{reviews}/subjectaccessreviews", {"spec": spec})
+        answer = await admin(session, sim, "POST", f"{reviews}/subjectaccessreviews", {"spec": spec})
         assert answer["status"] == {
             "allowed": True,
             "reason": 'RBAC: allowed by RoleBinding "sar-readers/sar" of ClusterRole "sar-reader" to Group "readers"',
         }
         other = {"spec": {**spec, "resourceAttributes": {**attributes, "namespace": "default"}}}
-        assert (await admin(session, rbac_sim, "POST", f"{reviews}/subjectaccessreviews", other))["status"] == {
+        assert (await admin(session, sim, "POST", f"{reviews}/subjectaccessreviews", other))["status"] == {
             "allowed": False
         }
         local = {
             "spec": {"user": "ivy", "groups": ["readers"], "resourceAttributes": {"verb": "get", "resource": "pods"}}
         }
         path = f"{reviews}/namespaces/sar/localsubjectaccessreviews"
-        assert (await admin(session, rbac_sim, "POST", path, local))["status"]["allowed"] is True
+        assert (await admin(session, sim, "POST", path, local))["status"]["allowed"] is True
         for body, code in (
             ({"spec": {"resourceAttributes": attributes}}, 422),
             ({"spec": {"user": "ivy", "resourceAttributes": {**attributes, "namespace": "default"}}}, 400),
         ):
-            url = rbac_sim.url + (f"{reviews}/subjectaccessreviews" if code == 422 else path)
+            url = sim.url + (f"{reviews}/subjectaccessreviews" if code == 422 else path)
             async with session.post(url, json=body, headers=_admin()) as response:
                 assert response.status == code, await response.text()
