@@ -15,6 +15,8 @@ counted in ``grove_sim_injected_faults_total{kind,verb,resource}`` on the sim's 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,6 +35,7 @@ from grove_sim.storage.store import Store, dumps
 __all__ = ["FaultInjector"]
 
 _NEVER_FAULTED = ("/sim/", "/metrics")
+_log = logging.getLogger(__name__)
 
 
 def _error(rule: ErrorRule, group: str, plural: str, name: str) -> web.Response:
@@ -78,6 +81,7 @@ class FaultInjector:
 
     def configure(self, config: FaultConfig) -> None:
         """Put ``config`` in force (fresh random streams from its seed); resuming releases held requests."""
+        was_active = self.active
         self.config = config
         self.active = config.active
         seed = config.seed
@@ -90,6 +94,10 @@ class FaultInjector:
             self._resumed.clear()
         else:
             self._resumed.set()
+        if config.active:
+            _log.warning("fault injection in force: %s", json.dumps(config.to_dict(), sort_keys=True))
+        elif was_active:
+            _log.warning("fault injection off")
 
     def count(self, kind: str, verb: str, resource: str) -> None:
         """Count one injected fault."""
