@@ -7,7 +7,7 @@ with compact JSON: a stored object reuses the encoding its write event already m
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,12 +16,11 @@ from aiohttp import web
 
 from grove_sim.auth.authentication import ADMIN, Authenticator, UserInfo, impersonated
 from grove_sim.auth.authorizer import Authorizer, check_impersonation
-from grove_sim.auth.escalation import ESCALATION_KINDS, check_escalation
-from grove_sim.auth.rbac import RBAC_GROUP, RBACAuthorizer
+from grove_sim.http.escalation_guard import escalation_guarded
 from grove_sim.http.tables import build_table
 from grove_sim.registry.core import Core
 from grove_sim.registry.resources import ResourceInfo
-from grove_sim.registry.steps import VALIDATING, AdmissionPoint, Steps, run
+from grove_sim.registry.steps import Steps, run
 from grove_sim.registry.webhooks import WebhookAdmission
 from grove_sim.storage.store import dumps
 from grove_sim.storage.watch import Watcher
@@ -42,7 +41,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Obj = dict[str, Any]
 
 
 @dataclass
@@ -79,36 +77,11 @@ class ApiContext:
         return impersonated(impersonate, groups, uid or "")
 
 
-def _escalation_checked(
-    authorizer: RBACAuthorizer, user: UserInfo, steps: Steps[T]
-) -> Generator[AdmissionPoint, Obj | None, T]:
-    """``steps`` with RBAC's escalation check on the object as admitted (see ``grove_sim.auth.escalation``)."""
-    point = next(steps)
-    while True:
-        if point.phase == VALIDATING and point.obj is not None:
-            check_escalation(authorizer, user, point.info.plural, point.namespace, point.obj)
-        sent = yield point
-        try:
-            point = steps.send(sent)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-
-
 async def admit(ctx: ApiContext, target: Target, make_steps: Callable[[], Steps[T]]) -> T:
     """Run a write through admission as the request's user; its warnings are kept for the response headers. Under
     RBAC, a write of a role or binding first passes the escalation check."""
-    authorizer = ctx.authorizer
-    if (
-        isinstance(authorizer, RBACAuthorizer)
-        and target.info.group == RBAC_GROUP
-        and target.info.plural in ESCALATION_KINDS
-    ):
-        unchecked, user = make_steps, target.user
-
-        def make_steps() -> Steps[T]:
-            return _escalation_checked(authorizer, user, unchecked())
-
+    if ctx.authorizer is not None:
+        make_steps = escalation_guarded(ctx.authorizer, target.info, target.user, make_steps)
     if ctx.admission is None:
         return run(make_steps())
     return await ctx.admission.run(make_steps, target.user, target.warnings)
