@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import random
 import re
 import subprocess
 from collections.abc import Iterator
@@ -101,6 +102,22 @@ async def test_the_same_seed_gives_the_same_faults(faulty: SimCluster) -> None:
     assert {503, 500, 200} <= set(first)
     await put_faults(faulty, {**doc, "seed": 12})
     assert await _statuses(faulty, 60) != first
+
+
+async def test_latency_applies_to_the_requests_in_its_scope(faulty: SimCluster) -> None:
+    """Half the lists of configmaps are delayed (the seeded draw decides which, as documented); nothing else is."""
+    await put_faults(faulty, {"seed": 21, "latency": {"seconds": 0.001, "rate": 0.5, "verbs": ["list"]}})
+    before = await counters(faulty)
+    assert await _statuses(faulty, 40) == [200] * 40
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(faulty.url + "/api/v1/namespaces/default", headers=ADMIN) as response,
+    ):
+        assert response.status == 200
+    draws = random.Random("21:latency")
+    expected = sum(draws.random() < 0.5 for _ in range(40))
+    assert delta(before, await counters(faulty)) == {("latency", "list", "configmaps"): expected}
+    assert 0 < expected < 40
 
 
 class CountingClock:
