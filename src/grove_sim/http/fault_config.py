@@ -13,7 +13,8 @@
 Error codes are those a client must survive: 500 InternalError, 503 ServiceUnavailable, 429 TooManyRequests (with
 ``Retry-After``) and 409 Conflict. ``verbs`` and ``resources`` (``pods``, ``pods/binding``, ``deployments.apps``,
 ``*``) narrow a rule to resource requests of those; without them a rule applies to every resource request.
-Discovery, health and the ``/sim/`` and ``/metrics`` paths are never faulted. A bad document is a ``ValueError``
+Errors, latency and watch faults hit resource requests only; a pause holds every request but the ``/sim/`` and
+``/metrics`` paths. A bad document is a ``ValueError``
 naming the field, which the endpoint answers as a 400.
 """
 
