@@ -57,7 +57,7 @@ bench-full: $(STAMP)
 
 # The chaos suite (not part of `make test`; a short seeded version is): faults, kills, freezes, an observer, fuzzing.
 chaos: $(STAMP)
-	$(BIN)/python -m benchmarks.chaos --seed 1 --budget 600 $(ARGS)
+	$(BIN)/python -m benchmarks.chaos --seed 1 --budget 540 $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

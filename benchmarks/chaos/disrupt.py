@@ -42,7 +42,7 @@ def fault_document(seed: int, exempt: list[str], *, error_rate: float = 0.05, pa
         "errors": [
             {"code": code, "rate": round(share, 5), **({"retryAfterSeconds": 1} if code == 429 else {})}
             for code in ERROR_CODES
-        ],  # fmt: skip
+        ],
         "latency": {"seconds": 0.05, "rate": 0.05},
         "dropWatches": {"rate": 0.3, "afterSeconds": 20.0},
         "expireRewatches": {"rate": 0.3},
@@ -109,9 +109,8 @@ class Program:
     def sample_memory(self) -> None:
         """Keep the highest resident memory seen of any replica."""
         for child in self.children:
-            if child.alive():
-                rss, peak = child.memory()
-                self.peak_rss_mib = max(self.peak_rss_mib, *(v for v in (rss, peak) if v == v))
+            if child.alive():  # it may exit between the two calls: then both figures are NaN
+                self.peak_rss_mib = max([self.peak_rss_mib, *(v for v in child.memory() if v == v)])
 
     def by_pid(self, pid: int) -> Child | None:
         """The replica with that process id."""
@@ -145,7 +144,8 @@ class Supervisor:
 
 @dataclass
 class Disruptor:
-    """Kills and freezes the leaders of `programs` at random moments; `record` lists each disruption."""
+    """Kills and freezes the leaders of `programs` at random moments (kill and freeze alternating, the programs in
+    turn); `record` lists each disruption."""
 
     client: KubeClient
     programs: list[Program]
@@ -168,8 +168,9 @@ class Disruptor:
 
     async def disrupt_once(self) -> None:
         """SIGKILL or SIGSTOP one program's leader, then wait until a live replica leads again."""
-        program = self.rng.choice(self.programs)
-        action = self.rng.choice(["kill", "freeze"])
+        turn = len(self.record)  # kill, freeze, each program in turn: every combination within four
+        program = self.programs[(turn // 2) % len(self.programs)]
+        action = ("kill", "freeze")[turn % 2]
         target = await self.leader(program) or self.rng.choice(program.children)
         if target.proc is None or not target.alive():
             return
@@ -204,6 +205,10 @@ class Disruptor:
                 await asyncio.wait_for(stop.wait(), self.rng.uniform(*self.interval))
             if not stop.is_set():
                 await self.disrupt_once()
+
+    def done(self, count: int) -> bool:
+        """Whether at least `count` disruptions are over (survived or not)."""
+        return sum(1 for entry in self.record if "survived" in entry) >= count
 
     def resume_all(self) -> None:
         """SIGCONT whatever is still frozen."""

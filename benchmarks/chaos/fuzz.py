@@ -48,8 +48,10 @@ def _valid(draw: st.DrawFn) -> dict[str, Any]:
     cliques = [_clique(name, draw(st.integers(1, 3))) for name in names]
     template: dict[str, Any] = {"cliques": cliques}
     if len(names) > 1 and draw(st.booleans()):
-        template["podCliqueScalingGroups"] = [{"name": "sg", "cliqueNames": names[:2], "replicas": draw(st.integers(1, 2)),
-                                               "minAvailable": 1}]  # fmt: skip
+        replicas = draw(st.integers(1, 2))
+        template["podCliqueScalingGroups"] = [
+            {"name": "sg", "cliqueNames": names[:2], "replicas": replicas, "minAvailable": 1}
+        ]
     return {"apiVersion": "grove.io/v1alpha1", "kind": "PodCliqueSet", "metadata": {"name": ""},
             "spec": {"replicas": draw(st.integers(0, 2)), "template": template}}  # fmt: skip
 
@@ -69,10 +71,13 @@ _MUTATIONS: list[tuple[tuple[str | int, ...], st.SearchStrategy[Any]]] = [
                                      "replicas": _NUMBERS, "minAvailable": _NUMBERS}), max_size=2)),
     (("spec", "template", "cliques", 0, "spec", "podSpec", "containers", 0, "resources", "requests", "cpu"),
      st.one_of(st.sampled_from(["abc", "-1", "1e400", "0", "99999999"]), st.text(max_size=6))),
-    (("spec", "template", "cliques", 0, "spec", "podSpec"), st.one_of(st.none(), st.just({}), st.just({"containers": []}))),
+    (("spec", "template", "cliques", 0, "spec", "podSpec"),
+     st.one_of(st.none(), st.just({}), st.just({"containers": []}))),
     (("spec", "template", "topologyConstraint"),
-     st.fixed_dictionaries({"topologyName": st.text(max_size=8), "pack": st.fixed_dictionaries({"required": st.text(max_size=8)})})),
-    (("spec", "template", "unknownField"), st.recursive(st.none() | st.integers(), lambda inner: st.lists(inner, max_size=3), max_leaves=20)),
+     st.fixed_dictionaries({"topologyName": st.text(max_size=8),
+                            "pack": st.fixed_dictionaries({"required": st.text(max_size=8)})})),
+    (("spec", "template", "unknownField"),
+     st.recursive(st.none() | st.integers(), lambda inner: st.lists(inner, max_size=3), max_leaves=20)),
     (("spec",), st.one_of(st.none(), st.just({}), st.just([]), st.text(max_size=5))),
 ]  # fmt: skip
 

@@ -4,7 +4,8 @@ Independent of the programs it judges: it reads the API through its own client, 
 configuration exempts (`exemptUsers`), so it sees the cluster as it is while grove-operator and grove-scheduler meet
 every fault; it imports nothing of theirs, only label names from `grove_api`. Invariants, continuously: no gang with
 some pods bound but a group below its `minReplicas` for longer than the recovery window; no node holding more than
-its allocatable; no object with more Events than `event_bound`. At the end, once converged: every PodClique's pods
+its allocatable (nor a pod its kubelet refused as `OutOf<resource>`); no object with more Events than
+`event_bound`. At the end, once converged: every PodClique's pods
 carry the indices 0..replicas-1 exactly once; every owned object's owner exists; nothing remains of a deleted
 PodCliqueSet; and the final state equals the one a fault-free run reaches from the same specs (`digest`).
 """
@@ -38,6 +39,7 @@ KINDS: dict[str, ResourceType] = {
     "pcs": PCS, "pclq": PCLQ, "pcsg": PCSG, "podgangs": PODGANGS, "pods": PODS, "nodes": NODES, "events": EVENTS,
 }  # fmt: skip
 OWNED = ("pclq", "pcsg", "podgangs", "pods")
+_OWNER_KINDS = frozenset({"PodCliqueSet", "PodClique", "PodCliqueScalingGroup"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,11 @@ class Observer:
         self._partial_since = {uid: t for uid, t in self._partial_since.items() if uid in partial}
         for problem in check_overcommit(list(self.objects["nodes"].values()), list(self.objects["pods"].values())):
             self.violate("node-over-committed", problem.split()[1], problem)
+        for pod in self.objects["pods"].values():  # a kubelet refuses a pod that does not fit: OutOf<resource>
+            status = pod.get("status") or {}
+            if status.get("phase") == "Failed" and str(status.get("reason", "")).startswith("OutOf"):
+                node = str((pod.get("spec") or {}).get("nodeName"))
+                self.violate("node-over-committed", node, f"pod {_key(pod)} refused by the kubelet: {status['reason']}")
         for subject, count in self._events.items():
             if count > self.event_bound:
                 self.violate("event-storm", subject, f"{count} Events (bound {self.event_bound})")
@@ -197,14 +204,16 @@ class Observer:
         for pod in self.in_namespace("pods", namespace):
             pods_of[str((_meta(pod).get("labels") or {}).get(LABEL_PODCLIQUE))].append(pod)
             if not _bound(pod):
-                reasons.append(f"pod {_key(pod)} not bound")
+                gates = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+                reasons.append(f"pod {_key(pod)} not bound" + (f" (gated: {gates})" if gates else " (ungated)"))
         for pclq in self.in_namespace("pclq", namespace):
             live = [p for p in pods_of[str(_meta(pclq).get("name"))] if _live(p)]
             if _live(pclq) and len(live) != int((pclq.get("spec") or {}).get("replicas", 0)):
                 reasons.append(f"pclq {_key(pclq)}: {len(live)} pods")
         for gang in self.in_namespace("podgangs", namespace):
             if not self.gang_state(gang)[1]:
-                reasons.append(f"podgang {_key(gang)} incomplete")
+                phase = (gang.get("status") or {}).get("phase")
+                reasons.append(f"podgang {_key(gang)} incomplete (phase {phase})")
         return reasons
 
     def check_converged(self, namespace: str) -> None:
@@ -222,10 +231,8 @@ class Observer:
         for kind in OWNED:
             for obj in self.in_namespace(kind, namespace):
                 for ref in _meta(obj).get("ownerReferences") or []:
-                    if str(ref.get("uid")) not in uids:
-                        self.violate(
-                            "orphan", f"{kind} {_key(obj)}", f"owner {ref.get('kind')} {ref.get('name')} gone"
-                        )
+                    if ref.get("kind") in _OWNER_KINDS and str(ref.get("uid")) not in uids:
+                        self.violate("orphan", f"{kind} {_key(obj)}", f"owner {ref.get('kind')} {ref.get('name')} gone")
 
     def leftovers(self, namespace: str) -> list[str]:
         """Objects a deleted PodCliqueSet left behind in the namespace."""
@@ -244,7 +251,7 @@ class Observer:
                 labels = _meta(obj).get("labels") or {}
                 name = str(_meta(obj).get("name"))
                 if kind == "pods":
-                    entry: Any = [labels.get(LABEL_PODCLIQUE), labels.get(LABEL_PODCLIQUE_POD_INDEX)]
+                    entry: Any = [labels.get(LABEL_PODCLIQUE), labels.get(LABEL_PODCLIQUE_POD_INDEX), _bound(obj)]
                 elif kind == "podgangs":
                     groups = (obj.get("spec") or {}).get("podgroups") or []
                     entry = [name, sorted((g.get("name"), g.get("minReplicas"), len(g.get("podReferences") or []))

@@ -46,8 +46,10 @@ def _lines(result: Mapping[str, Any], config: ChaosConfig, command: str) -> list
         ("replica restarts (exits after SIGKILL or lost leadership)", str(result.get("restarts"))),
         ("invariant violations", f"{observer.get('violations')} {observer.get('violations_by_invariant') or ''}"),
         ("converged after the last fault (s)", str(result.get("converge_after_last_fault_s"))),
-        ("final state vs fault-free replay", f"{len(result.get('diverged', []))} PodCliqueSets differ of "
-                                              f"{result.get('final_pcs')}"),  # fmt: skip
+        (
+            "final state vs fault-free replay",
+            f"{len(result.get('diverged', []))} PodCliqueSets differ of {result.get('final_pcs')}",
+        ),
         ("max Events per object", str(observer.get("max_events_per_object"))),
         ("fuzzed PodCliqueSets; findings", f"{fuzz.get('examples', 0)}; {fuzz.get('findings', 0)}"),
         ("peak RSS MiB per program", str(result.get("peak_rss_mib"))),

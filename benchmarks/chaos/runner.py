@@ -2,10 +2,11 @@
 
 grove-sim (nodes, 8 GPUs each) → CRDs and namespaces → the observer's service account and its token (exempt from
 faults) → grove-operator and grove-scheduler, `replicas` of each with leader election on short Leases → the
-observer's watches → faults on, the disruptor and the driver until `gangs` gangs were seen bound (or the time budget
-ran out) → faults off, every frozen replica resumed, exited ones restarted: the last fault → convergence, timed →
-the end-state invariants → every PodCliqueSet deleted, nothing may remain → the same final specs created again with
-no fault, converged, compared → the fuzz phase (its own single operator with webhooks on) → figures.
+observer's watches → faults on, the disruptor and the driver until `gangs` gangs were seen bound and
+`min_disruptions` disruptions were over (or the time budget ran out) → faults off, every frozen replica resumed,
+exited ones restarted: the last fault → convergence, timed → the end-state invariants → every PodCliqueSet
+deleted, nothing may remain → the same final specs created again with no fault, converged, compared → the fuzz
+phase (its own single operator with webhooks on) → figures.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class ChaosConfig:
     live: int = 200
     budget_s: float = 600.0
     disrupt_every: tuple[float, float] = (6.0, 14.0)
+    pause_every: tuple[float, float] = (20.0, 40.0)
+    min_disruptions: int = 0
     recovery_window: float = 60.0
     converge_timeout: float = 180.0
     fuzz_examples: int = 1000
@@ -131,11 +134,11 @@ def _programs(kubeconfig: Path, logdir: Path, replicas: int) -> list[Program]:
     ]
 
 
-async def _converge(observer: Observer, namespace: str, timeout: float, settle: float = 3.0) -> float | None:
+async def _converge(observer: Observer, namespace: str, limit: float, settle: float = 3.0) -> float | None:
     """Seconds until the namespace stays converged for `settle` seconds (its start counted), None on timeout."""
     start = time.monotonic()
     since: float | None = None
-    while time.monotonic() - start < timeout:
+    while time.monotonic() - start < limit:
         if observer.unsettled(namespace):
             since = None
         elif since is None:
@@ -146,13 +149,13 @@ async def _converge(observer: Observer, namespace: str, timeout: float, settle: 
     return None
 
 
-async def _delete_all(client: KubeClient, observer: Observer, namespace: str, timeout: float) -> float | None:
+async def _delete_all(client: KubeClient, observer: Observer, namespace: str, limit: float) -> float | None:
     for pcs in observer.in_namespace("pcs", namespace):
         with contextlib.suppress(errors.NotFound):
             await client.delete(PCS, pcs["metadata"]["name"], namespace)
     start = time.monotonic()
     while observer.leftovers(namespace):
-        if time.monotonic() - start > timeout:
+        if time.monotonic() - start > limit:
             return None
         await asyncio.sleep(0.25)
     return round(time.monotonic() - start, 1)
@@ -216,11 +219,16 @@ async def _chaos_phase(config: ChaosConfig, sim: SimProcess, workdir: Path, prog
             tasks.append(asyncio.ensure_future(disruptor.run(stop)))
             tasks.append(asyncio.ensure_future(_pauses(sim, config, exempt, stop, rng)))
             bar = tqdm(total=config.gangs, desc="gangs bound", unit="gang", disable=not progress)
-            driving = asyncio.ensure_future(driver.run(config.gangs, stop))
+            driving = asyncio.ensure_future(driver.run(stop))
             while not driving.done():
-                if time.monotonic() - start > config.budget_s:
+                enough = len(observer.gangs_bound) >= config.gangs
+                if time.monotonic() - start > config.budget_s or (enough and disruptor.done(config.min_disruptions)):
                     stop.set()
+                for task in tasks:  # a background task that died would silently stall the run
+                    if task.done() and not task.cancelled() and task.exception() is not None:
+                        raise RuntimeError("a chaos task failed") from task.exception()
                 bar.update(len(observer.gangs_bound) - bar.n)
+                bar.set_postfix_str(_status(observer, disruptor), refresh=True)
                 await asyncio.sleep(0.5)
             bar.close()
             stop.set()
@@ -270,12 +278,21 @@ async def _chaos_phase(config: ChaosConfig, sim: SimProcess, workdir: Path, prog
     return result
 
 
+def _status(observer: Observer, disruptor: Disruptor) -> str:
+    pods = observer.in_namespace("pods", WORK)
+    unbound = sum(1 for pod in pods if not (pod.get("spec") or {}).get("nodeName"))
+    return (
+        f"pcs {len(observer.in_namespace('pcs', WORK))} pods {len(pods)} unbound {unbound} "
+        f"disruptions {len(disruptor.record)} violations {len(observer.violations)}"
+    )
+
+
 async def _pauses(sim: SimProcess, config: ChaosConfig, exempt: list[str], stop: asyncio.Event,
                   rng: random.Random) -> None:  # fmt: skip
     """Pause the whole server for a second now and then (a stalled apiserver)."""
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), rng.uniform(20.0, 40.0))
+            await asyncio.wait_for(stop.wait(), rng.uniform(*config.pause_every))
         if stop.is_set():
             return
         doc = fault_document(config.seed, exempt, error_rate=config.error_rate)

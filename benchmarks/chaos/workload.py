@@ -29,9 +29,10 @@ SHAPES = ("single", "ordered", "scaling-group")
 
 def _clique(name: str, replicas: int, gpus: int, **extra: Any) -> dict[str, Any]:
     requests = {"cpu": "250m", "memory": "512Mi", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
-    container = {"name": name, "image": "registry.example.com/chaos:1", "resources": {"requests": requests}}
+    resources: dict[str, Any] = {"requests": requests}
     if gpus:
-        container["resources"]["limits"] = {"nvidia.com/gpu": str(gpus)}
+        resources["limits"] = {"nvidia.com/gpu": str(gpus)}
+    container = {"name": name, "image": "registry.example.com/chaos:1", "resources": resources}
     spec = {"roleName": name, "replicas": replicas, "podSpec": {"schedulerName": SCHEDULER_NAME,
                                                                 "containers": [container]}}  # fmt: skip
     return {"name": name, "spec": {**spec, **extra}}
@@ -131,8 +132,8 @@ class Driver:
             )
             self.actions["scale-pcsg"] += 1
 
-    async def run(self, target_gangs: int, stop: asyncio.Event, pace: float = 0.02) -> None:
-        """Act until the observer has seen `target_gangs` gangs bound or `stop` is set."""
-        while not stop.is_set() and len(self.observer.gangs_bound) < target_gangs:
+    async def run(self, stop: asyncio.Event, pace: float = 0.02) -> None:
+        """Act until `stop` is set."""
+        while not stop.is_set():
             await self.step()
             await asyncio.sleep(pace)
