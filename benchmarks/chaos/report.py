@@ -27,6 +27,12 @@ def passed(result: Mapping[str, Any]) -> bool:
     )
 
 
+def _growth(samples: Mapping[str, list[float]]) -> str:
+    return ", ".join(
+        f"{name} {values[0]} → {values[-1]} (max {max(values)})" for name, values in samples.items() if values
+    )
+
+
 def _lines(result: Mapping[str, Any], config: ChaosConfig, command: str) -> list[str]:
     observer = result.get("observer", {})
     disruptions = result.get("disruptions", [])
@@ -52,6 +58,7 @@ def _lines(result: Mapping[str, Any], config: ChaosConfig, command: str) -> list
         ),
         ("max Events per object", str(observer.get("max_events_per_object"))),
         ("fuzzed PodCliqueSets; findings", f"{fuzz.get('examples', 0)}; {fuzz.get('findings', 0)}"),
+        ("RSS MiB during fuzzing, first → last batch", _growth(fuzz.get("rss_mib_samples") or {})),
         ("peak RSS MiB per program", str(result.get("peak_rss_mib"))),
         ("driving time s; wall time s", f"{result.get('driving_s')}; {result.get('wall_s')}"),
     ]

@@ -10,7 +10,6 @@ recording (paths, content types, headers).
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,7 +22,7 @@ from grove_runtime.informer import Informer, running
 from grove_runtime.keys import ObjectKey
 from grove_runtime.leaderelection import LeaderElector
 from grove_runtime.manager import Manager
-from grove_runtime.resources import CONFIGMAPS, LEASES, NAMESPACES
+from grove_runtime.resources import CONFIGMAPS, LEASES
 from grove_sim.http.fault_config import FaultConfig
 from grove_sim.server import SIM_TOKEN, SimServer
 from grove_sim.testing import SimCluster
@@ -75,13 +74,6 @@ async def fast_client(sim: SimCluster) -> AsyncIterator[KubeClient]:
         await client.close()
 
 
-@pytest.fixture
-async def fresh_namespace(fast_client: KubeClient) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    await fast_client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
-
-
 async def test_a_persistent_500_surfaces_after_the_attempts(faulty: SimCluster, fast_client: KubeClient) -> None:
     """Every GET answered 500: the client tries exactly its four attempts, then raises ServerError."""
     await set_faults(faulty, {"errors": [{"code": 500, "rate": 1.0, "verbs": ["get"]}]})
@@ -92,13 +84,13 @@ async def test_a_persistent_500_surfaces_after_the_attempts(faulty: SimCluster, 
 
 
 async def test_informer_lists_through_server_errors_and_recovers(
-    faulty: SimCluster, fast_client: KubeClient, fresh_namespace: str
+    faulty: SimCluster, fast_client: KubeClient, namespace: str
 ) -> None:
     """While every list fails with 500 the informer backs off and retries; once the errors stop it syncs."""
-    await fast_client.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": fresh_namespace}})
+    await fast_client.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": namespace}})
     await set_faults(faulty, {"errors": [{"code": 500, "rate": 1.0, "verbs": ["list"]}]})
     before = await injected(faulty, "error_500")
-    informer = Informer(fast_client, CONFIGMAPS, namespace=fresh_namespace, backoff=(0.001, 0.01))
+    informer = Informer(fast_client, CONFIGMAPS, namespace=namespace, backoff=(0.001, 0.01))
 
     async def off_when_failed() -> None:
         async with asyncio.timeout(60):  # only guards against a hang
@@ -108,17 +100,17 @@ async def test_informer_lists_through_server_errors_and_recovers(
 
     stopper = asyncio.ensure_future(off_when_failed())
     async with running(informer):
-        assert ObjectKey(fresh_namespace, "a") in informer.store
+        assert ObjectKey(namespace, "a") in informer.store
     await stopper
 
 
 async def test_stop_does_not_wait_for_an_unreachable_api_server(
-    faulty: SimCluster, fast_client: KubeClient, fresh_namespace: str
+    faulty: SimCluster, fast_client: KubeClient, namespace: str
 ) -> None:
     """A stopping leader whose lease release meets 429 with a Retry-After of an hour gives up after the release
     timeout and returns, leaving the lease to expire, instead of retrying for minutes."""
     elector = LeaderElector(
-        fast_client, namespace=fresh_namespace, name="mgr", identity="m1", lease_duration=3.0, renew_deadline=1.0,
+        fast_client, namespace=namespace, name="mgr", identity="m1", lease_duration=3.0, renew_deadline=1.0,
         retry_period=0.05,
     )  # fmt: skip
     manager = Manager(fast_client, elector=elector, health_port=None, release_timeout=0.05)
@@ -128,5 +120,5 @@ async def test_stop_does_not_wait_for_an_unreachable_api_server(
     manager.stop()
     await asyncio.wait_for(task, 30)
     await set_faults(faulty, None)
-    lease = await fast_client.get(LEASES, "mgr", fresh_namespace)
+    lease = await fast_client.get(LEASES, "mgr", namespace)
     assert lease["spec"]["holderIdentity"] == "m1"
