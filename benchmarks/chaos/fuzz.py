@@ -159,6 +159,7 @@ async def run_fuzz(sim: SimProcess, workdir: Path, count: int, seed: int, progre
     bodies = await asyncio.to_thread(examples, count, seed)
     operator = _operator(sim.kubeconfig, workdir).start()
     outcome: dict[str, int] = {}
+    submitted: set[Any] = set()
     findings: list[str] = []
     rss: dict[str, list[float]] = {"grove-operator": [], "grove-sim": []}
     url = f"{sim.url}/apis/grove.io/v1alpha1/namespaces/{NAMESPACE}/podcliquesets"
@@ -178,10 +179,14 @@ async def run_fuzz(sim: SimProcess, workdir: Path, count: int, seed: int, progre
                     async with session.post(url, data=data) as response:
                         code, answer = response.status, await response.text()
                     verdict = _verdict(code, answer)
+                    name = body["metadata"].get("name") if isinstance(body.get("metadata"), dict) else None
+                    if code == 409 and name in submitted:  # a hostile name drawn twice; the first may still exist
+                        verdict = "refused-name-reused"
+                    submitted.add(name)
                     outcome[f"{category}:{verdict}"] = outcome.get(f"{category}:{verdict}", 0) + 1
                     if verdict == "accepted":
                         accepted.append(json.loads(answer)["metadata"]["name"])
-                    elif verdict not in ("refused-field-named",):
+                    elif verdict not in ("refused-field-named", "refused-name-reused"):
                         findings.append(f"#{index} {category}: {code} {answer[:300]} body: {data[:600]!r}")
                 answers = await asyncio.gather(*(_answered(session, url, name) for name in accepted))
                 for name, answer in zip(accepted, answers, strict=True):
