@@ -226,3 +226,26 @@ def _verdict(code: int, answer: str) -> str:
             return "refused-not-a-status"
         return "refused-field-named" if FIELD.search(message) else "refused-no-field"
     return f"status-{code}"
+
+
+async def _fuzz_only(count: int, seed: int, nodes: int) -> dict[str, Any]:
+    import tempfile
+
+    from benchmarks.chaos.runner import install
+    from grove_runtime.client import KubeClient
+
+    with tempfile.TemporaryDirectory(prefix="grove-fuzz-") as tmp, SimProcess(nodes) as sim:
+        admin = KubeClient.from_kubeconfig_light(str(sim.kubeconfig))
+        try:
+            await install(admin)
+        finally:
+            await admin.close()
+        return await run_fuzz(sim, Path(tmp), count, seed, progress=True)
+
+
+if __name__ == "__main__":  # `python -m benchmarks.chaos.fuzz [examples] [seed]`: the fuzz phase alone, as JSON
+    import sys
+
+    arguments = [int(a) for a in sys.argv[1:3]]
+    count, chosen_seed = (arguments + [1000, 1][len(arguments) :])[:2]
+    print(json.dumps(asyncio.run(_fuzz_only(count, chosen_seed, nodes=20)), indent=1))

@@ -70,7 +70,8 @@ class ChaosConfig:
     error_rate: float = 0.05
 
 
-async def _install(client: KubeClient) -> None:
+async def install(client: KubeClient) -> None:
+    """The CRDs and the namespaces of a run."""
     for path in sorted(CRD_DIR.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
@@ -193,7 +194,7 @@ async def _chaos_phase(config: ChaosConfig, sim: SimProcess, workdir: Path, prog
 
     rng = random.Random(config.seed)
     admin = KubeClient.from_kubeconfig_light(str(sim.kubeconfig))
-    await _install(admin)
+    await install(admin)
     token = await _account_token(admin, SYSTEM, OBSERVER)
     own = write_kubeconfig(sim.kubeconfig, workdir / "observer.kubeconfig", token)
     client = KubeClient.from_kubeconfig_light(str(own))
