@@ -29,6 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget", type=float, default=defaults.budget_s, help="seconds of driving, at most")
     parser.add_argument("--fuzz", type=int, default=defaults.fuzz_examples, help="generated PodCliqueSets")
     parser.add_argument("--converge-timeout", type=float, default=defaults.converge_timeout, help="seconds")
+    parser.add_argument(
+        "--rolling-updates", action="store_true", help="also change templates (for an operator that rolls them out)"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
     parser.add_argument("--name", default="chaos", help="results file name (without extension)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -41,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = ChaosConfig(
         seed=args.seed, gangs=args.gangs, nodes=args.nodes, replicas=args.replicas, live=args.live,
         budget_s=args.budget, fuzz_examples=args.fuzz, converge_timeout=args.converge_timeout,
+        rolling_updates=args.rolling_updates,
     )  # fmt: skip
     result = run_chaos(config, progress=not args.no_progress)
     command = "python -m benchmarks.chaos " + " ".join(sys.argv[1:] if argv is None else argv)

@@ -23,7 +23,13 @@ from typing import Any
 import aiohttp
 
 from benchmarks.e2e.verify import check_overcommit
-from grove_api.labels import LABEL_PART_OF, LABEL_PCSG, LABEL_PODCLIQUE, LABEL_PODCLIQUE_POD_INDEX
+from grove_api.labels import (
+    LABEL_PART_OF,
+    LABEL_PCSG,
+    LABEL_POD_TEMPLATE_HASH,
+    LABEL_PODCLIQUE,
+    LABEL_PODCLIQUE_POD_INDEX,
+)
 from grove_runtime import errors
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import EVENTS, NODES, PODS, ResourceType
@@ -251,7 +257,8 @@ class Observer:
                 labels = _meta(obj).get("labels") or {}
                 name = str(_meta(obj).get("name"))
                 if kind == "pods":
-                    entry: Any = [labels.get(LABEL_PODCLIQUE), labels.get(LABEL_PODCLIQUE_POD_INDEX), _bound(obj)]
+                    entry: Any = [labels.get(LABEL_PODCLIQUE), labels.get(LABEL_PODCLIQUE_POD_INDEX), _bound(obj),
+                                  labels.get(LABEL_POD_TEMPLATE_HASH)]  # fmt: skip
                 elif kind == "podgangs":
                     groups = (obj.get("spec") or {}).get("podgroups") or []
                     entry = [name, sorted((g.get("name"), g.get("minReplicas"), len(g.get("podReferences") or []))

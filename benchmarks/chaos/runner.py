@@ -64,6 +64,7 @@ class ChaosConfig:
     disrupt_every: tuple[float, float] = (6.0, 14.0)
     pause_every: tuple[float, float] = (20.0, 40.0)
     min_disruptions: int = 0
+    rolling_updates: bool = False
     recovery_window: float = 60.0
     converge_timeout: float = 180.0
     fuzz_examples: int = 1000
@@ -213,7 +214,7 @@ async def _chaos_phase(config: ChaosConfig, sim: SimProcess, workdir: Path, prog
                 child.wait_ready()
         tasks.append(asyncio.ensure_future(supervisor.run()))
         async with observing(observer):
-            driver = Driver(client, observer, WORK, rng, live=config.live)
+            driver = Driver(client, observer, WORK, rng, live=config.live, rolling_updates=config.rolling_updates)
             stop = asyncio.Event()
             put_faults(sim.url, sim.token, fault_document(config.seed, exempt, error_rate=config.error_rate))
             start = time.monotonic()

@@ -3,7 +3,8 @@
 Shapes (small, so that hundreds live at once on a few hundred nodes): one clique; a leader and workers with
 `startsAfter`; a scaling group of leader and workers (its replicas beyond `minAvailable` are gangs of their own).
 The driver keeps up to `live` PodCliqueSets, and on each step either creates one or acts on one the observer saw
-settle (every pod bound): scale the PodCliqueSet or a scaling group through the `scale` subresource, or delete it.
+settle (every pod bound): scale the PodCliqueSet or a scaling group through the `scale` subresource, delete it, or
+(with `rolling_updates`) change every clique's image, which the operator rolls out.
 Its requests go through the observer's fault-exempt account: the programs are under test, not the driver.
 """
 
@@ -20,7 +21,7 @@ from benchmarks.chaos.observer import PCS, PCSG, Observer
 from benchmarks.e2e.scenarios import SCHEDULER_NAME
 from grove_api.labels import LABEL_PART_OF
 from grove_runtime import errors
-from grove_runtime.client import KubeClient
+from grove_runtime.client import KubeClient, PatchType
 
 __all__ = ["SHAPES", "Driver", "pcs_body"]
 
@@ -75,6 +76,7 @@ class Driver:
     namespace: str
     rng: random.Random
     live: int = 200
+    rolling_updates: bool = False
     actions: Counter[str] = field(default_factory=Counter)
     created: int = 0
 
@@ -116,6 +118,9 @@ class Driver:
         if roll < 0.35:
             await self.client.delete(PCS, name, self.namespace)
             self.actions["delete"] += 1
+        elif self.rolling_updates and roll < 0.5:
+            await self._update_template(existing[name])
+            self.actions["update-template"] += 1
         elif roll < 0.65:
             replicas = int((existing[name].get("spec") or {}).get("replicas", 1))
             await self.client.scale(PCS, name, self.namespace, max(1, replicas + self.rng.choice([-1, 1])))
@@ -131,6 +136,18 @@ class Driver:
                 PCSG, group["metadata"]["name"], self.namespace, max(1, replicas + self.rng.choice([-1, 1]))
             )
             self.actions["scale-pcsg"] += 1
+
+    async def _update_template(self, pcs: Mapping[str, Any]) -> None:
+        """A new image for every clique: a template change the operator rolls out (once it does rolling updates)."""
+        cliques = (pcs.get("spec") or {}).get("template", {}).get("cliques") or []
+        version = self.rng.randint(2, 1_000_000)
+        patch = [
+            {"op": "replace", "path": f"/spec/template/cliques/{i}/spec/podSpec/containers/0/image",
+             "value": f"registry.example.com/chaos:{version}"}
+            for i in range(len(cliques))
+        ]  # fmt: skip
+        await self.client.patch(PCS, str(pcs["metadata"]["name"]), patch, self.namespace,
+                                patch_type=PatchType.JSON)  # fmt: skip
 
     async def run(self, stop: asyncio.Event, pace: float = 0.02) -> None:
         """Act until `stop` is set."""
