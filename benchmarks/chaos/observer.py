@@ -249,8 +249,10 @@ class Observer:
         for leftover in self.leftovers(namespace):
             self.violate("leaked", leftover, "still present after its PodCliqueSet was deleted")
 
-    def digest(self, namespace: str) -> dict[str, Any]:
-        """The converged state per PodCliqueSet with names relative to it (nodes excluded: placement may differ)."""
+    def digest(self, namespace: str, *, template_hash: bool = False) -> dict[str, Any]:
+        """The converged state per PodCliqueSet with names relative to it (nodes excluded: placement may differ);
+        with `template_hash`, each pod's template hash too (whether template changes were rolled out: without
+        them, pods the operator created before a scale may carry another hash than fresh ones, which is allowed)."""
         out: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
         for kind in OWNED:
             for obj in self.in_namespace(kind, namespace):
@@ -258,7 +260,7 @@ class Observer:
                 name = str(_meta(obj).get("name"))
                 if kind == "pods":
                     entry: Any = [labels.get(LABEL_PODCLIQUE), labels.get(LABEL_PODCLIQUE_POD_INDEX), _bound(obj),
-                                  labels.get(LABEL_POD_TEMPLATE_HASH)]  # fmt: skip
+                                  labels.get(LABEL_POD_TEMPLATE_HASH) if template_hash else None]  # fmt: skip
                 elif kind == "podgangs":
                     groups = (obj.get("spec") or {}).get("podgroups") or []
                     entry = [name, sorted((g.get("name"), g.get("minReplicas"), len(g.get("podReferences") or []))

@@ -246,14 +246,14 @@ async def _chaos_phase(config: ChaosConfig, sim: SimProcess, workdir: Path, prog
             result["unsettled_at_timeout"] = observer.unsettled(WORK)[:20]
             observer.check()
             observer.check_converged(WORK)
-            chaos_digest = observer.digest(WORK)
+            chaos_digest = observer.digest(WORK, template_hash=config.rolling_updates)
             specs, groups = _final_specs(observer, WORK)
             result["final_pcs"] = len(specs)
             result["delete_all_s"] = await _delete_all(client, observer, WORK, config.converge_timeout)
             observer.check_leaks(WORK)
             await _replay(client, observer, specs, groups)
             result["reference_converge_s"] = await _converge(observer, REFERENCE, config.converge_timeout)
-            reference_digest = observer.digest(REFERENCE)
+            reference_digest = observer.digest(REFERENCE, template_hash=config.rolling_updates)
             diverged = list(differences(reference_digest, chaos_digest))
             for name in diverged:
                 observer.violate("diverged-from-fault-free", name, "final state differs from a fault-free run's")

@@ -19,7 +19,7 @@ def test_short_seeded_chaos_run_keeps_every_invariant() -> None:
     )  # fmt: skip
     result = run_chaos(config, progress=False)
     observer = result["observer"]
-    assert observer["violations"] == 0, observer["violation_examples"]
+    assert observer["violations"] == 0, (observer["violation_examples"], result["diverged"])
     assert observer["gangs_bound"] >= 300
     assert set(result["faults_injected"]) >= FAULT_KINDS, result["faults_injected"]
     disruptions = {(entry["program"], entry["action"]) for entry in result["disruptions"]}
