@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import logging
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from grove_sim.auth.authorizer import MODES
 from grove_sim.cluster import ClusterShapeError, nodes_from_file, nodes_from_flags
+from grove_sim.http.fault_config import FaultConfig, parse_faults
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
 __all__ = ["build_parser", "main", "tune_gc"]
@@ -44,6 +47,14 @@ def _exec_image(text: str) -> tuple[str, str]:
     if not sep or not prefix or not command:
         raise argparse.ArgumentTypeError(f"expected PREFIX=COMMAND, got {text!r}")
     return prefix, command
+
+
+def _faults(text: str) -> FaultConfig:
+    try:
+        raw = Path(text[1:]).read_text(encoding="utf-8") if text.startswith("@") else text
+        return parse_faults(json.loads(raw))
+    except (OSError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"invalid fault configuration: {exc}") from exc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,6 +94,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PATH",
         help="append one audit event per request (JSON lines, as kube-apiserver's --audit-log-path)",
+    )
+    up.add_argument(
+        "--authorization-mode",
+        choices=MODES,
+        default="AlwaysAllow",
+        help="AlwaysAllow (default) or RBAC: Roles, ClusterRoles and their bindings decide, as kube-apiserver's",
+    )
+    up.add_argument(
+        "--faults",
+        type=_faults,
+        default=None,
+        metavar="JSON|@FILE",
+        help="inject faults from the start (errors, latency, dropped/expired watches, pause; seeded); see "
+        "docs/sim-authorization-and-faults.md; change at run time with PUT /sim/faults",
     )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
@@ -126,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         restart_backoff=args.restart_backoff,
         max_restart_backoff=args.max_restart_backoff,
         audit_log=args.audit_log_path,
+        authorization_mode=args.authorization_mode,
+        faults=args.faults,
     )
     asyncio.run(_serve(args, options))
     return 0

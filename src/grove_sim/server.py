@@ -17,6 +17,8 @@ import yaml
 from aiohttp import web
 
 from grove_sim.auth.authentication import ADMIN, Authenticator
+from grove_sim.auth.authorizer import new_authorizer
+from grove_sim.auth.bootstrap import bootstrap_cluster_role_bindings, bootstrap_cluster_roles
 from grove_sim.controllers.gc import GarbageCollector
 from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
 from grove_sim.controllers.namespaces import NamespaceController
@@ -25,6 +27,8 @@ from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.http.app import make_app
 from grove_sim.http.audit import AuditLog
 from grove_sim.http.context import ApiContext
+from grove_sim.http.fault_config import FaultConfig
+from grove_sim.http.faults import FaultInjector
 from grove_sim.http.webhook_client import AiohttpWebhookTransport
 from grove_sim.machinery.kubeconfig import kubeconfig_document
 from grove_sim.registry.core import Core
@@ -53,6 +57,10 @@ class SimOptions:
     history: int = DEFAULT_HISTORY
     bookmark_interval: float = 60.0
     default_service_accounts: bool = True
+    faults: FaultConfig | None = None
+    """Faults to inject from the start (None: none until ``PUT /sim/faults``)."""
+    authorization_mode: str = "AlwaysAllow"
+    """``AlwaysAllow`` or ``RBAC`` (kube-apiserver's ``--authorization-mode``); RBAC seeds the default policy."""
 
 
 def write_kubeconfig(path: str | os.PathLike[str], url: str, *, token: str = SIM_TOKEN) -> Path:
@@ -99,6 +107,8 @@ class SimServer:
         )
         if self.options.audit_log:
             self.context.audit = AuditLog(self.options.audit_log)
+        self.context.authorizer = new_authorizer(self.options.authorization_mode, self.store)
+        self.context.faults = FaultInjector(self.store, self.options.faults)
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -109,6 +119,18 @@ class SimServer:
         assert authenticator is not None
         return authenticator.authenticate(f"Bearer {token}" if token else None).username
 
+    def _seed_policy(self) -> None:
+        """Create the default ClusterRoles and bindings a cluster's RBAC bootstrap creates (kept if present)."""
+        for plural, objects in (
+            ("clusterroles", bootstrap_cluster_roles()),
+            ("clusterrolebindings", bootstrap_cluster_role_bindings()),
+        ):
+            info = self.registry.get("rbac.authorization.k8s.io", "v1", plural)
+            assert info is not None
+            for obj in objects:
+                if self.store.get(info.key, "", obj["metadata"]["name"]) is None:
+                    self.core.create(info, "", obj)
+
     def _queues(self) -> list[WorkQueue[Any]]:
         return [self.gc.queue, self.namespaces.queue, self.tokens.queue, *self.kubelet.queues()]
 
@@ -117,6 +139,8 @@ class SimServer:
         for queue in self._queues():
             queue.start()
         self.namespaces.seed()
+        if self.context.authorizer is not None:
+            self._seed_policy()
         info = self.registry.get("", "v1", "nodes")
         assert info is not None
         for node in self.options.nodes:

@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from grove_sim.http import access_reviews
 from grove_sim.http.context import ApiContext, Target, admit, json_response, object_response, table
 from grove_sim.http.requestinfo import parse_bool, parse_int, read_body, read_delete_options, wants_table
 from grove_sim.http.watchstream import stream
@@ -166,10 +167,12 @@ async def watch(ctx: ApiContext, request: web.Request, target: Target) -> web.St
 async def create(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
     """POST on a collection; a ``bindings`` create binds the pod the Binding names; a ``selfsubjectreviews`` create
     answers who the caller is (``kubectl auth whoami``; its body, which says nothing, is not decoded) and stores
-    nothing."""
+    nothing; an access review asks the authorizer (``grove_sim.http.access_reviews``)."""
     if target.info.key == _SELF_SUBJECT_REVIEWS:
         review = {"kind": "SelfSubjectReview", "apiVersion": target.info.group_version, "metadata": {}}
         return json_response({**review, "status": {"userInfo": target.user.to_dict()}}, 201)
+    if target.info.key in access_reviews.REVIEWS:
+        return await access_reviews.review(ctx, request, target)
     body = await read_body(request)
     if target.info.key == _BINDINGS:
         name = str(((body if isinstance(body, dict) else {}).get("metadata") or {}).get("name", ""))

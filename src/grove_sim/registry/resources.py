@@ -82,6 +82,17 @@ def _builtin(
     )
 
 
+def _access_reviews() -> list[ResourceInfo]:
+    """``authorization.k8s.io/v1``: the reviews that ask the authorizer (create only, nothing is stored)."""
+    group, create = "authorization.k8s.io", ("create",)
+    return [
+        _builtin(group, "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, verbs=create),
+        _builtin(group, "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, verbs=create),
+        _builtin(group, "v1", "subjectaccessreviews", "SubjectAccessReview", False, verbs=create),
+        _builtin(group, "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview", True, verbs=create),
+    ]
+
+
 def builtin_resources() -> list[ResourceInfo]:
     """The built-in kinds every simulated cluster serves (apiserver-notes §7)."""
     return [
@@ -100,6 +111,9 @@ def builtin_resources() -> list[ResourceInfo]:
         _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",), generation=True),
         _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
         _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+        _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+        _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+        *_access_reviews(),
         _builtin(
             "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, ("hpa",), ("all",),
             ("status",), generation=True,

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from grove_sim.validation.api_kinds import (
+    validate_cluster_role,
+    validate_cluster_role_binding,
     validate_hpa,
     validate_lease,
     validate_priority_class,
@@ -90,6 +92,10 @@ _RULES: Final[dict[tuple[str, str], KindRules]] = {
     ("rbac.authorization.k8s.io", "roles"): KindRules(names=PATH_SEGMENT_NAMES, always=validate_role),
     ("rbac.authorization.k8s.io", "rolebindings"): KindRules(
         names=PATH_SEGMENT_NAMES, always=validate_role_binding, on_update=validate_role_binding_update
+    ),
+    ("rbac.authorization.k8s.io", "clusterroles"): KindRules(names=PATH_SEGMENT_NAMES, always=validate_cluster_role),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): KindRules(
+        names=PATH_SEGMENT_NAMES, always=validate_cluster_role_binding, on_update=validate_role_binding_update
     ),
     ("autoscaling", "horizontalpodautoscalers"): KindRules(always=validate_hpa),
 }
