@@ -40,9 +40,10 @@ def tune_gc() -> None:
 
 
 def _exec_image(text: str) -> tuple[str, str]:
+    """``PREFIX=COMMAND``, or ``PREFIX`` alone (the containers must then set ``command``)."""
     prefix, sep, command = text.partition("=")
-    if not sep or not prefix or not command:
-        raise argparse.ArgumentTypeError(f"expected PREFIX=COMMAND, got {text!r}")
+    if not prefix or (sep and not command.strip()):
+        raise argparse.ArgumentTypeError(f"expected PREFIX or PREFIX=COMMAND, got {text!r}")
     return prefix, command
 
 
@@ -65,8 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         type=_exec_image,
         default=[],
-        metavar="PREFIX=COMMAND",
-        help="run init containers whose image starts with PREFIX as the local COMMAND (repeatable)",
+        metavar="PREFIX[=COMMAND]",
+        help="run containers whose image starts with PREFIX as local processes: the container's command and args "
+        "looked up on PATH, else COMMAND and the args (repeatable)",
     )
     up.add_argument(
         "--restart-backoff",

@@ -53,6 +53,8 @@ class SimOptions:
     history: int = DEFAULT_HISTORY
     bookmark_interval: float = 60.0
     default_service_accounts: bool = True
+    probe_time_scale: float = 1.0
+    """Factor applied to probe delays and periods of containers run as processes (tests use a fast clock)."""
 
 
 def write_kubeconfig(path: str | os.PathLike[str], url: str, *, token: str = SIM_TOKEN) -> Path:
@@ -94,9 +96,11 @@ class SimServer:
                 exec_images=dict(self.options.exec_images),
                 restart_backoff=self.options.restart_backoff,
                 max_restart_backoff=self.options.max_restart_backoff,
+                time_scale=self.options.probe_time_scale,
             ),
             token_for=self.tokens.token_for,
         )
+        self.context.pod_logs = self.kubelet
         if self.options.audit_log:
             self.context.audit = AuditLog(self.options.audit_log)
         self._runner: web.AppRunner | None = None

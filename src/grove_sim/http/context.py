@@ -25,6 +25,7 @@ from grove_sim.storage.watch import Watcher
 
 if TYPE_CHECKING:
     from grove_sim.http.audit import AuditLog
+    from grove_sim.http.podlogs import LogSource
 
 __all__ = [
     "ApiContext",
@@ -53,6 +54,8 @@ class ApiContext:
     authenticator: Authenticator | None = None
     admission: WebhookAdmission | None = None
     audit: AuditLog | None = None
+    pod_logs: LogSource | None = None
+    """Where ``pods/log`` reads container output (the kubelet); None: every container's log is empty."""
 
     def authenticate(self, request: web.Request) -> UserInfo:
         """The user of a request's ``Authorization`` and ``Impersonate-*`` headers (raises ``Unauthorized``)."""

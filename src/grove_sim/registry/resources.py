@@ -87,13 +87,16 @@ def builtin_resources() -> list[ResourceInfo]:
     return [
         _builtin("", "v1", "namespaces", "Namespace", False, ("ns",), (), ("status", "finalize")),
         _builtin("", "v1", "nodes", "Node", False, ("no",), (), ("status",)),
-        _builtin("", "v1", "pods", "Pod", True, ("po",), ("all",), ("status", "binding", "eviction")),
+        _builtin(
+            "", "v1", "pods", "Pod", True, ("po",), ("all",),
+            ("status", "binding", "eviction", "log", "proxy", "portforward"),
+        ),
         _builtin("", "v1", "bindings", "Binding", True, verbs=("create",)),
         _builtin("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False, verbs=("create",)),
         _builtin("", "v1", "events", "Event", True, ("ev",)),
         _builtin("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
         _builtin("", "v1", "secrets", "Secret", True),
-        _builtin("", "v1", "services", "Service", True, ("svc",), ("all",), ("status",)),
+        _builtin("", "v1", "services", "Service", True, ("svc",), ("all",), ("status", "proxy")),
         _builtin("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
         _builtin("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
