@@ -17,6 +17,7 @@ import yaml
 from aiohttp import web
 
 from grove_sim.auth.authentication import ADMIN, Authenticator
+from grove_sim.controllers.endpoints import EndpointsController
 from grove_sim.controllers.gc import GarbageCollector
 from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
 from grove_sim.controllers.namespaces import NamespaceController
@@ -88,6 +89,7 @@ class SimServer:
         )
         self.gc = GarbageCollector(self.core)
         self.namespaces = NamespaceController(self.core)
+        self.endpoints = EndpointsController(self.core)
         self.kubelet = Kubelet(
             self.core,
             KubeletOptions(
@@ -114,7 +116,7 @@ class SimServer:
         return authenticator.authenticate(f"Bearer {token}" if token else None).username
 
     def _queues(self) -> list[WorkQueue[Any]]:
-        return [self.gc.queue, self.namespaces.queue, self.tokens.queue, *self.kubelet.queues()]
+        return [self.gc.queue, self.namespaces.queue, self.tokens.queue, self.endpoints.queue, *self.kubelet.queues()]
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Start controllers, seed the cluster and listen; returns the base URL."""

@@ -98,6 +98,8 @@ def builtin_resources() -> list[ResourceInfo]:
         _builtin("", "v1", "secrets", "Secret", True),
         _builtin("", "v1", "services", "Service", True, ("svc",), ("all",), ("status", "proxy")),
         _builtin("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
+        _builtin("", "v1", "endpoints", "Endpoints", True, ("ep",)),
+        _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
         _builtin("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
         _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",), generation=True),
