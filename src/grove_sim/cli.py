@@ -86,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="append one audit event per request (JSON lines, as kube-apiserver's --audit-log-path)",
     )
+    up.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a CA of the cluster's own; the kubeconfig carries it as certificate-authority-data",
+    )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
@@ -94,7 +99,7 @@ async def _serve(args: argparse.Namespace, options: SimOptions) -> None:
     server = SimServer(options)
     url = await server.start(args.host, args.port)
     tune_gc()
-    write_kubeconfig(args.kubeconfig, url)
+    write_kubeconfig(args.kubeconfig, url, ca_data=server.ca_pem)
     logging.getLogger("grove_sim").info("grove-sim serving %s (kubeconfig %s)", url, args.kubeconfig)
     print(f"grove-sim ready: {url} kubeconfig={args.kubeconfig}", flush=True)
     stop = asyncio.Event()
@@ -128,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         restart_backoff=args.restart_backoff,
         max_restart_backoff=args.max_restart_backoff,
         audit_log=args.audit_log_path,
+        tls=args.tls,
     )
     asyncio.run(_serve(args, options))
     return 0
