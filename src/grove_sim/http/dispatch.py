@@ -13,7 +13,7 @@ from typing import Final
 from aiohttp import web
 
 from grove_sim.auth.authentication import ADMIN, UserInfo
-from grove_sim.http import collection, objects, podlogs, proxy
+from grove_sim.http import collection, objects, podlogs, portforward, proxy
 from grove_sim.http.context import ApiContext, Handler, Target
 from grove_sim.http.requestinfo import RequestInfo, parse_bool, parse_dry_run
 from grove_sim.machinery import errors
@@ -43,6 +43,8 @@ _OBJECT_VERBS: Final[dict[tuple[str, str | None], Handler]] = {
     ("patch", "scale"): objects.patch_scale,
     ("update", "finalize"): objects.finalize,
     ("get", "log"): podlogs.pod_logs,
+    ("get", "portforward"): portforward.port_forward,
+    ("create", "portforward"): portforward.port_forward,
 }
 
 _WRITE_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
