@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import random
 import signal
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ __all__ = ["Kubelet", "KubeletOptions"]
 _PODS = ("", "pods")
 _NODES = ("", "nodes")
 PodKey = tuple[str, str]
+_LOOPBACK_ADDRESSES = 254 * 256 * 254
 
 
 @dataclass
@@ -121,7 +123,8 @@ class Kubelet:
         self._stops: set[asyncio.Task[None]] = set()
         self._resources = NodeResources()
         self._waiting: dict[str, set[PodKey]] = defaultdict(set)
-        self._ip = 0
+        self._ip = random.Random().randrange(_LOOPBACK_ADDRESSES)
+        """Where this cluster's pod addresses start: two simulators on one machine rarely share one."""
         self._logs: dict[PodKey, dict[str, ContainerLogs]] = {}
         self.queue: WorkQueue[PodKey] = WorkQueue("kubelet", self._process)
         self.node_queue: WorkQueue[str] = WorkQueue("kubelet-nodes", self._init_node)
@@ -333,7 +336,7 @@ class Kubelet:
 
     def _next_ip(self) -> str:
         """The next loopback address ``127.a.b.c`` (a in 1..254, c in 1..254: never 127.0.0.1 or a broadcast)."""
-        n = self._ip
+        n = self._ip % _LOOPBACK_ADDRESSES
         self._ip += 1
         return f"127.{1 + (n // (254 * 256)) % 254}.{(n // 254) % 256}.{1 + n % 254}"
 
