@@ -11,9 +11,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 
-from grove_sim.cli import GC_THRESHOLD, tune_gc
+from grove_sim.cli import GC_THRESHOLD, build_parser, tune_gc
 
 
 def test_up_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -63,3 +64,16 @@ def test_tune_gc_freezes_start_up_objects_and_raises_thresholds() -> None:
         gc.unfreeze()
         gc.set_threshold(*before)
     assert gc.get_freeze_count() == 0
+
+
+def test_exec_image_takes_a_prefix_with_or_without_a_command_and_tls_is_a_flag(tmp_path: Path) -> None:
+    """``--exec-image PREFIX`` (containers must set ``command``) and ``PREFIX=COMMAND``; an empty prefix or an
+    empty command after ``=`` is refused."""
+    parser = build_parser()
+    args = parser.parse_args(["up", "--kubeconfig", str(tmp_path / "kc"), "--exec-image", "ghcr.io/me/",
+                              "--exec-image", "grove-initc=grove-initc --verbose", "--tls"])  # fmt: skip
+    assert args.exec_image == [("ghcr.io/me/", ""), ("grove-initc", "grove-initc --verbose")]
+    assert args.tls is True
+    for bad in ("=cmd", "prefix=", "prefix=  "):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["up", "--kubeconfig", str(tmp_path / "kc"), "--exec-image", bad])
