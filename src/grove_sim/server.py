@@ -109,7 +109,7 @@ class SimServer:
             ),
             token_for=self.tokens.token_for,
         )
-        self.context.pod_logs = self.kubelet
+        self.context.pod_logs = self.kubelet.logs
         if self.options.audit_log:
             self.context.audit = AuditLog(self.options.audit_log)
         self._runner: web.AppRunner | None = None

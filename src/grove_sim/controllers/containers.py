@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import signal
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -22,7 +23,28 @@ from grove_sim.controllers.logring import ContainerLogs
 from grove_sim.controllers.probes import ProbeState, ProbeTiming, check
 from grove_sim.registry.core import now_rfc3339
 
-__all__ = ["ContainerRunner", "RunnerSettings"]
+__all__ = ["ContainerRunner", "LoopbackAddresses", "RunnerSettings"]
+
+_LOOPBACK_ADDRESSES = 254 * 256 * 254
+
+
+class LoopbackAddresses:
+    """Pod IPs on the loopback network, ``127.a.b.c`` with a and c in 1..254 (never 127.0.0.1, no .0 or .255).
+
+    All of 127/8 is local on Linux, so a process can listen on its pod's own address and two pods can both serve
+    the same port. Each simulator starts at a random place, so two of them on one machine rarely hand out the same
+    address. (macOS has only 127.0.0.1 unless aliases are added: ``sudo ifconfig lo0 alias 127.a.b.c``.)
+    """
+
+    def __init__(self, start: int | None = None) -> None:
+        self._next = random.Random().randrange(_LOOPBACK_ADDRESSES) if start is None else start
+
+    def next(self) -> str:
+        """The next address (after 16 million of them, they start over)."""
+        n = self._next % _LOOPBACK_ADDRESSES
+        self._next += 1
+        return f"127.{1 + (n // (254 * 256)) % 254}.{(n // 254) % 256}.{1 + n % 254}"
+
 
 StartProcess = Callable[[], Awaitable[ExecProcess]]
 """Starts the container's process; raises ``NotMounted`` (retried) or ``OSError`` (a failed start)."""

@@ -32,15 +32,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import random
 import signal
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from grove_sim.controllers import podstatus
-from grove_sim.controllers.containers import ContainerRunner, RunnerSettings
+from grove_sim.controllers import nodeinit, podstatus
+from grove_sim.controllers.containers import ContainerRunner, LoopbackAddresses, RunnerSettings
 from grove_sim.controllers.execimages import (
     ExecProcess,
     ExecResult,
@@ -50,7 +49,7 @@ from grove_sim.controllers.execimages import (
     start_container,
 )
 from grove_sim.controllers.initcontainers import CrashBackoff, NotMounted, TokenSource, credentials, go_duration
-from grove_sim.controllers.logring import DEFAULT_LOG_LIMIT, ContainerLogs, LogRing
+from grove_sim.controllers.logring import DEFAULT_LOG_LIMIT, LogStore
 from grove_sim.controllers.noderesources import NodeResources
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.machinery import errors
@@ -62,7 +61,6 @@ __all__ = ["Kubelet", "KubeletOptions"]
 _PODS = ("", "pods")
 _NODES = ("", "nodes")
 PodKey = tuple[str, str]
-_LOOPBACK_ADDRESSES = 254 * 256 * 254
 
 
 @dataclass
@@ -123,9 +121,9 @@ class Kubelet:
         self._stops: set[asyncio.Task[None]] = set()
         self._resources = NodeResources()
         self._waiting: dict[str, set[PodKey]] = defaultdict(set)
-        self._ip = random.Random().randrange(_LOOPBACK_ADDRESSES)
-        """Where this cluster's pod addresses start: two simulators on one machine rarely share one."""
-        self._logs: dict[PodKey, dict[str, ContainerLogs]] = {}
+        self._addresses = LoopbackAddresses()
+        self.logs = LogStore(options.log_limit)
+        """Output of the containers run as processes (what ``pods/log`` reads)."""
         self.queue: WorkQueue[PodKey] = WorkQueue("kubelet", self._process)
         self.node_queue: WorkQueue[str] = WorkQueue("kubelet-nodes", self._init_node)
         self.delete_queue: WorkQueue[PodKey] = WorkQueue("kubelet-delete", self._finish_delete)
@@ -162,7 +160,7 @@ class Kubelet:
         key = (meta.get("namespace", ""), meta["name"])
         if event.type == "DELETED":
             self._release(key)
-            self._logs.pop(key, None)
+            self.logs.forget(*key)
             return
         node = (event.obj.get("spec") or {}).get("nodeName")
         if not node:
@@ -205,44 +203,10 @@ class Kubelet:
         node = core.store.get(_NODES, "", name)
         if node is None:
             return
-        status = node.get("status") or {}
-        if not status.get("nodeInfo") or not status.get("conditions") or not status.get("allocatable"):
+        new = nodeinit.initialised(node)
+        if new is not None:
             info = core.registry.get("", "v1", "nodes")
             assert info is not None
-            new = clone(node)
-            st = new.setdefault("status", {})
-            capacity = st.get("capacity") or {"cpu": "1k", "memory": "1Ti", "pods": "1M"}
-            st["capacity"] = capacity
-            st.setdefault("allocatable", dict(capacity))
-            now = now_rfc3339()
-            if not any(c.get("type") == "Ready" for c in st.get("conditions") or []):
-                ready = {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status (simulated)",
-                }
-                st["conditions"] = [
-                    *(st.get("conditions") or []),
-                    {**ready, "lastHeartbeatTime": now, "lastTransitionTime": now},
-                ]
-            st.setdefault("addresses", [{"type": "Hostname", "address": name}])
-            st.setdefault(
-                "nodeInfo",
-                {
-                    "kubeletVersion": "v1.32.5-grove-sim",
-                    "operatingSystem": "linux",
-                    "architecture": "amd64",
-                    "containerRuntimeVersion": "containerd://1.7.0-sim",
-                    "osImage": "Grove Simulated Linux",
-                    "kernelVersion": "6.1.0-grove-sim",
-                    "machineID": name,
-                    "systemUUID": name,
-                    "bootID": "",
-                    "kubeProxyVersion": "v1.32.5-grove-sim",
-                },
-            )
-            st.setdefault("phase", "Running")
             core.replace(info, node, new, subresource="status")
         for key in sorted(self._waiting.pop(name, set())):
             self.queue.add(key)
@@ -330,21 +294,14 @@ class Kubelet:
             }
             self._write_status(pod, status)
             return None
-        state = _PodState(node=node["metadata"]["name"], requests=requests, ip=self._next_ip())
+        state = _PodState(node=node["metadata"]["name"], requests=requests, ip=self._addresses.next())
         self._pods[key] = state
         return state
-
-    def _next_ip(self) -> str:
-        """The next loopback address ``127.a.b.c`` (a in 1..254, c in 1..254: never 127.0.0.1 or a broadcast)."""
-        n = self._ip % _LOOPBACK_ADDRESSES
-        self._ip += 1
-        return f"127.{1 + (n // (254 * 256)) % 254}.{(n // 254) % 256}.{1 + n % 254}"
 
     def _start_runners(self, key: PodKey, pod: dict[str, Any], state: _PodState) -> None:
         """Start a runner for each app container whose image is executable."""
         spec = pod.get("spec") or {}
         meta = pod["metadata"]
-        logs = self._logs.setdefault(key, {})
         for container in spec.get("containers") or []:
             command = match_exec_image(self.options.exec_images, str(container.get("image", "")))
             if command is None:
@@ -363,7 +320,7 @@ class Kubelet:
                 container,
                 functools.partial(self._start_process, key, state, container, command),
                 settings,
-                logs.setdefault(name, ContainerLogs(self.options.log_limit)),
+                self.logs.container(*key, name),
                 lambda: self.queue.add(key),
             )
             state.runners[name] = runner
@@ -385,13 +342,6 @@ class Kubelet:
         status = {**(pod.get("status") or {}), "podIP": state.ip, "hostIP": self._host_ip(state.node)}
         return {**pod, "status": status}
 
-    def container_logs(self, namespace: str, name: str, container: str, previous: bool = False) -> LogRing | None:
-        """The captured output of a container run as a process (the previous run's with ``previous``)."""
-        logs = self._logs.get((namespace, name), {}).get(container)
-        if logs is None:
-            return None
-        return logs.previous if previous else logs.current
-
     async def _run_init(
         self,
         key: PodKey,
@@ -408,9 +358,7 @@ class Kubelet:
         last = {"lastState": {"terminated": state.last_exit}} if state.last_exit is not None else {}
         started = now_rfc3339()
         container_id: dict[str, str] = {}
-        logs = self._logs.setdefault(key, {}).setdefault(
-            str(container.get("name")), ContainerLogs(self.options.log_limit)
-        )
+        logs = self.logs.container(*key, str(container.get("name")))
         try:
             argv = container_argv(command, container)
             state.process = await start_container(argv, self._with_ip(pod, state), container, runtime, secrets)

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-__all__ = ["DEFAULT_LOG_LIMIT", "ContainerLogs", "LogRing"]
+__all__ = ["DEFAULT_LOG_LIMIT", "ContainerLogs", "LogRing", "LogStore"]
 
 DEFAULT_LOG_LIMIT = 1 << 20
 """Bytes of output kept per container run (the newest ones)."""
@@ -118,3 +118,26 @@ class ContainerLogs:
             self.previous = self.current
         self.current = LogRing(self._limit)
         return self.current
+
+
+class LogStore:
+    """Every container's output by pod, kept until the pod is deleted (as a kubelet keeps a dead container's)."""
+
+    def __init__(self, limit: int = DEFAULT_LOG_LIMIT) -> None:
+        self.limit = limit
+        self._pods: dict[tuple[str, str], dict[str, ContainerLogs]] = {}
+
+    def container(self, namespace: str, pod: str, container: str) -> ContainerLogs:
+        """The logs of ``container`` of a pod (made on first use)."""
+        return self._pods.setdefault((namespace, pod), {}).setdefault(container, ContainerLogs(self.limit))
+
+    def forget(self, namespace: str, pod: str) -> None:
+        """Drop a deleted pod's logs."""
+        self._pods.pop((namespace, pod), None)
+
+    def container_logs(self, namespace: str, name: str, container: str, previous: bool = False) -> LogRing | None:
+        """The captured output of a container run as a process (the previous run's with ``previous``)."""
+        logs = self._pods.get((namespace, name), {}).get(container)
+        if logs is None:
+            return None
+        return logs.previous if previous else logs.current

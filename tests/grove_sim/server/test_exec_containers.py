@@ -373,7 +373,7 @@ async def test_deletion_sigterms_then_sigkills_and_waits_for_the_exit(
     await kube.delete(PODS, "stubborn", namespace)
 
     async def ignored() -> bool:
-        logs = sim.call(lambda s: s.kubelet.container_logs(namespace, "stubborn", "app"))
+        logs = sim.call(lambda s: s.kubelet.logs.container_logs(namespace, "stubborn", "app"))
         return logs is not None and b"ignoring SIGTERM" in logs.tail()[0]
 
     await until(ignored)
