@@ -8,7 +8,6 @@ so restarts and readiness follow quickly without the tests sleeping.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
@@ -32,6 +31,7 @@ from grove_sim.testing import SimCluster
 
 from ...conftest import KUBECTL, Kubectl
 from ...fixtures import http_app
+from .conftest import until
 
 Obj = dict[str, Any]
 APP = [sys.executable, http_app.__file__]
@@ -71,16 +71,6 @@ def app_pod(name: str, out: Path, *, labels: Obj | None = None, container: Obj |
         "metadata": {"name": name, "labels": labels or {"app": name}},
         "spec": {"nodeName": "node-0", "containers": [main], **spec},
     }
-
-
-async def until(probe: Any, limit: float = 60.0) -> Any:
-    """Poll an async probe until it returns something truthy (the limit only guards against a hang)."""
-    deadline = asyncio.get_running_loop().time() + limit
-    while not (value := await probe()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.05)
-    return value
 
 
 def ready(pod: Obj) -> bool:
