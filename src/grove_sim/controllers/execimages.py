@@ -5,7 +5,8 @@ A simulated kubelet cannot pull images, but some containers matter to the behavi
 "executable images" mapping (image prefix → local command line, from ``grove-sim up --exec-image PREFIX[=COMMAND]``
 or the Python API) names such images. The process runs the container's ``command`` + ``args`` looked up on
 grove-sim's PATH, as an image's entry point would be, or, when the container sets no command, COMMAND + ``args``
-(a prefix mapped to no COMMAND requires the container to set ``command``). Its environment:
+(a prefix mapped to no COMMAND requires the container to set ``command``); ``$(VAR)`` references in the command
+and arguments are expanded from the environment as a kubelet does. Its environment:
 
 - ``KUBERNETES_SERVICE_HOST``/``KUBERNETES_SERVICE_PORT`` (the API server), ``HOSTNAME`` (the pod's name, as a
   kubelet sets the pod's hostname), ``POD_NAME``, ``POD_NAMESPACE``, ``POD_IP``;
@@ -54,6 +55,7 @@ __all__ = [
     "NoCommand",
     "PodRuntime",
     "container_argv",
+    "expand",
     "match_exec_image",
     "resolve_field_ref",
     "resolve_resource_ref",
@@ -130,6 +132,22 @@ def resolve_resource_ref(pod: Mapping[str, Any], container: Mapping[str, Any], r
     except QuantityError:
         return "0"
     return str(ceil(amount / divisor))
+
+
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion of a command or argument: a defined variable is replaced, ``$$`` is a
+    literal ``$``, anything else is left as written (kubelet's ``expansion.Expand``)."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "$"
+        return env.get(name, match.group(0))
+
+    return _REFERENCE.sub(replace, text)
 
 
 class ExecResult:
@@ -314,7 +332,7 @@ async def start_container(
         env["GROVE_SIM_POD_INFO_DIR"] = str(root / "volumes")
         env["GROVE_SIM_MOUNTS"] = json.dumps(mounts)
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *[expand(arg, env) for arg in argv],
             env=env,
             cwd=root,
             stdin=asyncio.subprocess.DEVNULL,

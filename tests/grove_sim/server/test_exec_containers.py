@@ -128,7 +128,8 @@ async def test_process_environment_and_kubeconfig(
     sim: SimCluster, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:
     """HOSTNAME is the pod's name, POD_IP its IP, the API server is named in KUBERNETES_SERVICE_HOST/PORT, the
-    downward API resolves, and KUBECONFIG carries the pod's service-account token (never the administrator's)."""
+    downward API resolves, $(VAR) in the arguments expands, and KUBECONFIG carries the pod's service-account token
+    (never the administrator's)."""
     env = [
         {"name": "OUT", "value": str(tmp_path)},
         {"name": "MY_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
@@ -136,7 +137,9 @@ async def test_process_environment_and_kubeconfig(
         {"name": "MEM_MI", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
     ]
     resources = {"limits": {"memory": "64Mi", "cpu": "1"}}
-    await kube.create(PODS, app_pod("envy", tmp_path, container={"env": env, "resources": resources}), namespace)
+    args = ["--bind=$(MY_IP):8080", "$$(MY_IP)", "$(UNSET)"]
+    container = {"env": env, "resources": resources, "args": args}
+    await kube.create(PODS, app_pod("envy", tmp_path, container=container), namespace)
     pod = await pod_where(kube, namespace, "envy", ready)
     seen = await written(tmp_path / "envy.1.env.json")
     ip = pod["status"]["podIP"]
@@ -147,6 +150,7 @@ async def test_process_environment_and_kubeconfig(
     assert seen["POD_IP"] == seen["MY_IP"] == ip
     assert seen["MY_NODE"] == "node-0"
     assert seen["MEM_MI"] == "64"
+    assert seen["ARGV"] == f"--bind={ip}:8080 $(MY_IP) $(UNSET)"
     assert f"{seen['KUBERNETES_SERVICE_HOST']}:{seen['KUBERNETES_SERVICE_PORT']}" in sim.url
     kubeconfig = read_yaml(seen["KUBECONFIG"])
     token = kubeconfig["users"][0]["user"]["token"]
