@@ -325,6 +325,8 @@ def test_two_pods_on_one_port_proxy_and_port_forward(
     apply(kubectl, ns, *(app_pod(n, tmp_path, labels={"app": "web"}) for n in ("web-a", "web-b")), service)
     ips = kubectl("get", "pods", "-n", ns, "-o", "jsonpath={.items[*].status.podIP}").stdout.split()
     assert len(set(ips)) == 2
+    listed = kubectl("get", "endpoints", "-n", ns, "web-metrics", "--no-headers").stdout.split()
+    assert sorted(listed[1].split(",")) == sorted(f"{ip}:8080" for ip in ips)
     for name in ("web-a", "web-b"):
         answer = kubectl("get", "--raw", f"/api/v1/namespaces/{ns}/pods/{name}:8080/proxy/").stdout
         assert answer.startswith(f"hello from {name} at 127.")
