@@ -5,7 +5,12 @@ pods' IPs under ``addresses``, the others under ``notReadyAddresses``) and one `
 EndpointSlice labelled ``kubernetes.io/service-name`` and owned by the Service (ready, serving and terminating
 conditions per endpoint). Target ports are resolved per pod, a named ``targetPort`` through the pod's container
 ports. Pods without an IP, and terminal pods, are left out. A Service without a selector keeps whatever Endpoints a
-user writes. Work is keyed by Service; a pod event touches only the Services of its namespace.
+user writes. As in kube-controller-manager, Endpoints hold at most 1,000 addresses (then annotated
+``endpoints.kubernetes.io/over-capacity: truncated``); unlike it, one EndpointSlice holds them all.
+
+Work is keyed by Service. Each Service's selected pods are indexed as pod events arrive (a pod event touches only the
+Services of its namespace whose selector matches the pod before or after the change), so a sync costs the
+Service's own pods, never a scan of the namespace.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.machinery import errors
-from grove_sim.machinery.label_selectors import label_selector_from_dict
+from grove_sim.machinery.label_selectors import LabelSelector, label_selector_from_dict
 from grove_sim.registry.core import Core
 from grove_sim.storage.store import Event
 
@@ -29,6 +34,8 @@ _PODS = ("", "pods")
 _ENDPOINTS = ("", "endpoints")
 _SLICES = ("discovery.k8s.io", "endpointslices")
 ServiceKey = tuple[str, str]
+MAX_ENDPOINTS = 1000
+"""Addresses one Endpoints object holds, as kube-controller-manager's ``maxCapacity``."""
 
 
 def _target_port(pod: dict[str, Any], port: dict[str, Any]) -> int | None:
@@ -55,6 +62,9 @@ class EndpointsController:
     def __init__(self, core: Core) -> None:
         self._core = core
         self._services: dict[str, set[str]] = defaultdict(set)
+        self._selectors: dict[ServiceKey, LabelSelector] = {}
+        self._members: dict[ServiceKey, dict[str, dict[str, Any]]] = {}
+        """Each selector Service's pods by name (the index a sync reads)."""
         self.queue: WorkQueue[ServiceKey] = WorkQueue("endpoints", self._sync)
         core.store.add_listener(self._on_event)
 
@@ -62,15 +72,44 @@ class EndpointsController:
         meta = event.obj.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))
         if event.key == _SERVICES:
-            names = self._services[namespace]
-            if event.type == "DELETED":
-                names.discard(meta["name"])
-            else:
-                names.add(meta["name"])
-            self.queue.add((namespace, meta["name"]))
-        elif event.key == _PODS:
-            for name in sorted(self._services.get(namespace, ())):
-                self.queue.add((namespace, name))
+            self._on_service(event, namespace, str(meta["name"]))
+        elif event.key == _PODS and namespace in self._services:
+            name = str(meta["name"])
+            labels = meta.get("labels") or {}
+            for service in self._services[namespace]:
+                key = (namespace, service)
+                selector = self._selectors.get(key)
+                if selector is None:
+                    continue
+                members = self._members[key]
+                if event.type != "DELETED" and selector.matches(labels):
+                    members[name] = event.obj
+                elif members.pop(name, None) is None:
+                    continue
+                self.queue.add(key)
+
+    def _on_service(self, event: Event, namespace: str, name: str) -> None:
+        key = (namespace, name)
+        names = self._services[namespace]
+        selector = (event.obj.get("spec") or {}).get("selector") if event.type != "DELETED" else None
+        old = ((event.old or {}).get("spec") or {}).get("selector")
+        if event.type == "DELETED":
+            names.discard(name)
+            if not names:
+                del self._services[namespace]
+        else:
+            names.add(name)
+        if not selector:
+            self._selectors.pop(key, None)
+            self._members.pop(key, None)
+        elif key not in self._selectors or selector != old:
+            parsed = label_selector_from_dict({"matchLabels": selector})
+            self._selectors[key] = parsed
+            pods = self._core.store.list(_PODS, namespace)
+            self._members[key] = {
+                p["metadata"]["name"]: p for p in pods if parsed.matches(p["metadata"].get("labels") or {})
+            }
+        self.queue.add(key)
 
     def _sync(self, key: ServiceKey) -> None:
         namespace, name = key
@@ -78,15 +117,12 @@ class EndpointsController:
         if service is None:
             self._delete(_ENDPOINTS, namespace, name)
             return
-        selector = (service.get("spec") or {}).get("selector")
-        if not selector:
+        if key not in self._selectors:
             return
-        matches = label_selector_from_dict({"matchLabels": selector})
         pods = [
             p
-            for p in self._core.store.list(_PODS, namespace)
-            if matches.matches((p.get("metadata") or {}).get("labels") or {})
-            and (p.get("status") or {}).get("podIP")
+            for p in self._members.get(key, {}).values()
+            if (p.get("status") or {}).get("podIP")
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
         ]
         pods.sort(key=lambda p: str(p["metadata"]["name"]))
@@ -98,6 +134,13 @@ class EndpointsController:
         return f"{service[:50]}-{hashlib.sha256(service.encode()).hexdigest()[:5]}"
 
     def _endpoints(self, service: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
+        meta = service["metadata"]
+        metadata: dict[str, Any] = {"name": meta["name"], "namespace": meta.get("namespace")}
+        if meta.get("labels"):
+            metadata["labels"] = dict(meta["labels"])
+        if len(pods) > MAX_ENDPOINTS:
+            metadata["annotations"] = {"endpoints.kubernetes.io/over-capacity": "truncated"}
+            pods = pods[:MAX_ENDPOINTS]
         groups: dict[tuple[tuple[str, int, str], ...], dict[str, list[dict[str, Any]]]] = {}
         for pod in pods:
             ports = []
@@ -116,14 +159,12 @@ class EndpointsController:
             subset["ports"] = [{"name": n, "port": p, "protocol": proto} if n else {"port": p, "protocol": proto}
                                for n, p, proto in group_ports]  # fmt: skip
             subsets.append(subset)
-        meta = service["metadata"]
         return {
             "apiVersion": "v1",
             "kind": "Endpoints",
-            "metadata": {"name": meta["name"], "namespace": meta.get("namespace"),
-                         **({"labels": dict(meta["labels"])} if meta.get("labels") else {})},
+            "metadata": metadata,
             "subsets": subsets,
-        }  # fmt: skip
+        }
 
     def _slice(self, service: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
         meta = service["metadata"]
