@@ -25,6 +25,9 @@ from grove_sim.machinery import errors
 __all__ = ["PROTOCOL", "port_forward"]
 
 PROTOCOL = "SPDY/3.1+portforward.k8s.io"
+_INBOUND_CHUNKS = 64
+"""Chunks from kubectl a pod may leave unread before the tunnel stops reading (backpressure, bounded memory)."""
+_MAX_MESSAGE = 4 << 20
 
 
 def _reason(exc: OSError) -> str:
@@ -39,7 +42,7 @@ class _Request:
     port: int
     error_id: int = 0
     data_id: int = 0
-    inbound: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
+    inbound: asyncio.Queue[bytes | None] = field(default_factory=lambda: asyncio.Queue(_INBOUND_CHUNKS))
     task: asyncio.Task[None] | None = None
 
 
@@ -52,7 +55,7 @@ class _Forwarder:
         self._requests: dict[str, _Request] = {}
         self._streams: dict[int, str] = {}
 
-    def handle(self, event: StreamEvent) -> None:
+    async def handle(self, event: StreamEvent) -> None:
         if event.kind == "opened":
             request_id = event.headers.get("requestid", "")
             port = event.headers.get("port", "")
@@ -73,9 +76,19 @@ class _Forwarder:
             self._end(self._streams.pop(event.stream_id, ""))
         elif event.stream_id == request.data_id:
             if event.data:
-                request.inbound.put_nowait(event.data)
+                await self._offer(request, event.data)
             if event.fin:
-                request.inbound.put_nowait(None)
+                await self._offer(request, None)
+
+    @staticmethod
+    async def _offer(request: _Request, item: bytes | None) -> None:
+        """Queue bytes for the pod, waiting while it is behind, unless its connection ended (then they are dropped)."""
+        if request.task is None or request.task.done():
+            return
+        put = asyncio.ensure_future(request.inbound.put(item))
+        await asyncio.wait({put, request.task}, return_when=asyncio.FIRST_COMPLETED)
+        if not put.done():
+            put.cancel()
 
     def _end(self, request_id: str) -> None:
         request = self._requests.pop(request_id, None)
@@ -135,7 +148,7 @@ async def port_forward(ctx: ApiContext, request: web.Request, target: Target) ->
     ip = str((pod.get("status") or {}).get("podIP") or "")
     if (pod.get("status") or {}).get("phase") != "Running" or not ip:
         raise errors.bad_request(f"pod {name} is not running")
-    ws = web.WebSocketResponse(protocols=(PROTOCOL,), compress=False, max_msg_size=0, autoping=True)
+    ws = web.WebSocketResponse(protocols=(PROTOCOL,), compress=False, max_msg_size=_MAX_MESSAGE, autoping=True)
     if not ws.can_prepare(request).ok:
         raise errors.bad_request(f"port-forward needs a WebSocket upgrade with the {PROTOCOL} subprotocol")
     await ws.prepare(request)
@@ -154,7 +167,7 @@ async def port_forward(ctx: ApiContext, request: web.Request, target: Target) ->
             events, replies = session.feed(message.data)
             await session.reply(replies)
             for event in events:
-                forwarder.handle(event)
+                await forwarder.handle(event)
             if session.closed:
                 break
     except (SpdyError, ConnectionError):

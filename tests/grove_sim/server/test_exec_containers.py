@@ -344,6 +344,7 @@ def test_two_pods_on_one_port_proxy_and_port_forward(
         assert forward.stdout.readline().startswith(f"Forwarding from 127.0.0.1:{port} -> 8080")
         assert fetch(f"http://127.0.0.1:{port}/metrics").startswith("# TYPE app_requests_total counter")
         assert fetch(f"http://127.0.0.1:{port}/").startswith("hello from web-")
+        assert fetch(f"http://127.0.0.1:{port}/big") == "x" * (3 << 20)
     finally:
         forward.terminate()
         forward.wait(30)
