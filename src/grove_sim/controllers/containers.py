@@ -48,6 +48,12 @@ class LoopbackAddresses:
 
 StartProcess = Callable[[], Awaitable[ExecProcess]]
 """Starts the container's process; raises ``NotMounted`` (retried) or ``OSError`` (a failed start)."""
+Report = Callable[[str, str, str], None]
+"""Records a kubelet Event about the container: (type, reason, message)."""
+
+
+def _no_report(type_: str, reason: str, message: str) -> None:
+    return None
 
 
 class RunnerSettings:
@@ -63,6 +69,7 @@ class RunnerSettings:
         pod_label: str,
         time_scale: float = 1.0,
         mount_retry: float = 1.0,
+        report: Report = _no_report,
     ) -> None:
         self.policy = policy
         self.grace = grace
@@ -73,6 +80,7 @@ class RunnerSettings:
         """``name_namespace(uid)``, as kubelet's back-off message names the pod."""
         self.time_scale = time_scale
         self.mount_retry = mount_retry
+        self.report = report
 
 
 class ContainerRunner:
@@ -137,6 +145,7 @@ class ContainerRunner:
         self._stopping = True
         process = self._process
         if process is not None:
+            self._settings.report("Normal", "Killing", f"Stopping container {self.name}")
             await process.stop(signal.SIGTERM, grace)
         if self.task is not None and not self.task.done():
             if process is None:
@@ -185,6 +194,11 @@ class ContainerRunner:
                     f"pod={self._settings.pod_label}"
                 )
                 self._set(state={"waiting": {"reason": "CrashLoopBackOff", "message": message}}, ready=False)
+                self._settings.report(
+                    "Warning",
+                    "BackOff",
+                    f"Back-off restarting failed container {self.name} in pod {self._settings.pod_label}",
+                )
                 await asyncio.sleep(delay)
             self.restart_count += 1
 
@@ -197,6 +211,7 @@ class ContainerRunner:
             started="startupProbe" not in self.container,
             ready=False,
         )
+        self._settings.report("Normal", "Started", f"Started container {self.name}")
         probes = asyncio.get_running_loop().create_task(self._probe(process))
         try:
             return await process.wait(ring.append)
@@ -212,7 +227,7 @@ class ContainerRunner:
     async def _probe(self, process: ExecProcess) -> None:
         startup = self.container.get("startupProbe")
         if startup and not await self._until_verdict(startup, process, stop_on=True):
-            await process.stop(signal.SIGTERM, self._grace(startup))
+            await self._kill(process, startup, "startup")
             return
         if startup:
             self._set(started=True)
@@ -226,30 +241,36 @@ class ContainerRunner:
         state = ProbeState(ProbeTiming.of(probe, self._settings.time_scale))
         await asyncio.sleep(state.timing.initial_delay)
         while True:
-            if state.record(await self._check(probe, process, state.timing)):
+            ok = await self._check(probe, process, state.timing, "Readiness")
+            if state.record(ok):
                 self._set(ready=bool(state.verdict))
             await asyncio.sleep(state.timing.period)
 
     async def _liveness(self, process: ExecProcess) -> None:
         probe = self.container.get("livenessProbe")
         if probe and not await self._until_verdict(probe, process, stop_on=False):
-            await process.stop(signal.SIGTERM, self._grace(probe))
+            await self._kill(process, probe, "liveness")
+
+    async def _kill(self, process: ExecProcess, probe: Mapping[str, Any], which: str) -> None:
+        self._settings.report("Normal", "Killing", f"Container {self.name} failed {which} probe, will be restarted")
+        value = probe.get("terminationGracePeriodSeconds")
+        await process.stop(signal.SIGTERM, float(value) if value is not None else self._settings.grace)
 
     async def _until_verdict(self, probe: Mapping[str, Any], process: ExecProcess, *, stop_on: bool) -> bool:
         """Probe until the verdict is ``stop_on`` or a failure; returns the last verdict (False: failed)."""
         state = ProbeState(ProbeTiming.of(probe, self._settings.time_scale))
         await asyncio.sleep(state.timing.initial_delay)
+        which = "Startup" if stop_on else "Liveness"
         while True:
-            state.record(await self._check(probe, process, state.timing))
+            state.record(await self._check(probe, process, state.timing, which))
             if state.verdict is False:
                 return False
             if stop_on and state.verdict is True:
                 return True
             await asyncio.sleep(state.timing.period)
 
-    async def _check(self, probe: Mapping[str, Any], process: ExecProcess, timing: ProbeTiming) -> bool:
-        return await check(probe, self.container, self._settings.host, process.env, timing.timeout)
-
-    def _grace(self, probe: Mapping[str, Any]) -> float:
-        value = probe.get("terminationGracePeriodSeconds")
-        return float(value) if value is not None else self._settings.grace
+    async def _check(self, probe: Mapping[str, Any], process: ExecProcess, timing: ProbeTiming, which: str) -> bool:
+        ok = await check(probe, self.container, self._settings.host, process.env, timing.timeout)
+        if not ok:
+            self._settings.report("Warning", "Unhealthy", f"{which} probe failed")
+        return ok

@@ -51,6 +51,7 @@ from grove_sim.controllers.execimages import (
 from grove_sim.controllers.initcontainers import CrashBackoff, NotMounted, TokenSource, credentials, go_duration
 from grove_sim.controllers.logring import DEFAULT_LOG_LIMIT, LogStore
 from grove_sim.controllers.noderesources import NodeResources
+from grove_sim.controllers.podevents import PodEvents
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.machinery import errors
 from grove_sim.registry.core import Core, clone, now_rfc3339
@@ -122,6 +123,7 @@ class Kubelet:
         self._resources = NodeResources()
         self._waiting: dict[str, set[PodKey]] = defaultdict(set)
         self._addresses = LoopbackAddresses()
+        self.events = PodEvents(core)
         self.logs = LogStore(options.log_limit)
         """Output of the containers run as processes (what ``pods/log`` reads)."""
         self.queue: WorkQueue[PodKey] = WorkQueue("kubelet", self._process)
@@ -314,6 +316,7 @@ class Kubelet:
                 pod_label=f"{meta['name']}_{meta.get('namespace', '')}({meta.get('uid', '')})",
                 time_scale=self.options.time_scale,
                 mount_retry=self.options.mount_retry,
+                report=functools.partial(self._report, key, str(container.get("name", ""))),
             )
             name = str(container.get("name", ""))
             runner = ContainerRunner(
@@ -325,6 +328,11 @@ class Kubelet:
             )
             state.runners[name] = runner
             runner.begin()
+
+    def _report(self, key: PodKey, container: str, type_: str, reason: str, message: str) -> None:
+        pod = self._core.store.get(_PODS, *key)
+        if pod is not None:
+            self.events.record(pod, container, type_, reason, message)
 
     async def _start_process(
         self, key: PodKey, state: _PodState, container: dict[str, Any], command: str

@@ -24,7 +24,7 @@ import yaml
 
 from grove_runtime.client import KubeClient
 from grove_runtime.errors import ApiError
-from grove_runtime.resources import PODS, SERVICES, ResourceType
+from grove_runtime.resources import EVENTS, PODS, SERVICES, ResourceType
 from grove_sim.cluster import nodes_from_flags
 from grove_sim.server import SimOptions
 from grove_sim.testing import SimCluster
@@ -201,7 +201,8 @@ async def test_liveness_failure_restarts_with_backoff_and_previous_logs(
     sim: SimCluster, kube: KubeClient, namespace: str, tmp_path: Path, kubectl: Kubectl
 ) -> None:
     """A failing liveness probe kills the process, which restarts (restartCount, lastState); the startup probe
-    holds liveness off while the program starts; `kubectl logs --previous` reads the run before the current one."""
+    holds liveness off while the program starts; `kubectl logs --previous` reads the run before the current one;
+    the kubelet's Events (Unhealthy, Killing, Started) are aggregated with a count."""
     probe = {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 1, "failureThreshold": 2}
     startup = {"tcpSocket": {"port": 8080}, "periodSeconds": 1, "failureThreshold": 3000}
     container = {"livenessProbe": probe, "startupProbe": startup}
@@ -223,6 +224,13 @@ async def test_liveness_failure_restarts_with_backoff_and_previous_logs(
     previous = kubectl("logs", "-n", namespace, "sick", "--previous").stdout
     assert f"started sick run {runs - 1}" in previous
     assert "terminating" in previous
+    events = (await kube.list(EVENTS, namespace, field_selector="involvedObject.name=sick"))["items"]
+    reported = {(e["reason"], e["message"]): e for e in events}
+    assert reported["Unhealthy", "Liveness probe failed"]["count"] >= 2
+    assert reported["Killing", "Container app failed liveness probe, will be restarted"]["type"] == "Normal"
+    started = reported["Started", "Started container app"]
+    assert started["count"] == runs
+    assert started["source"] == {"component": "kubelet", "host": "node-0"}
 
 
 async def test_restart_policies_and_a_command_that_cannot_start(kube: KubeClient, namespace: str) -> None:
