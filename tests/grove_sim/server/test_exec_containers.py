@@ -276,7 +276,8 @@ def ns(kubectl: Kubectl) -> str:
 
 def test_logs_tail_follow_and_refusals(ns: str, tmp_path: Path, kubectl: Kubectl, kubectl_env: dict[str, str]) -> None:
     """`kubectl logs --tail` gives the last lines, `-f` streams new output and ends when the pod goes; a pod with
-    two containers needs one named, an unknown container and a missing previous run are 400s."""
+    two containers needs one named, an unknown container and a missing previous run are 400s; an init container's
+    output stays readable after it completed."""
     talky = app_pod("talky", tmp_path, container={"env": [
         {"name": "OUT", "value": str(tmp_path)}, {"name": "LINES", "value": "50"}]})  # fmt: skip
     apply(kubectl, ns, talky)
@@ -298,10 +299,13 @@ def test_logs_tail_follow_and_refusals(ns: str, tmp_path: Path, kubectl: Kubectl
         follow.wait(30)
     two = app_pod("two", tmp_path)
     two["spec"]["containers"].append({"name": "side", "image": "busybox"})
+    say = [sys.executable, "-c", "print('init done')"]
+    two["spec"]["initContainers"] = [{"name": "init", "image": "local/tool", "command": say}]
     apply(kubectl, ns, two)
     base = f"/api/v1/namespaces/{ns}/pods/two/log"
     refusals = {
-        base: "a container name must be specified for pod two, choose one of: [app side]",
+        base: "a container name must be specified for pod two, choose one of: [app side] or one of the init "
+        "containers: [init]",
         f"{base}?container=nope": "container nope is not valid for pod two",
         f"{base}?container=app&previous=true": 'previous terminated container "app" in pod "two" not found',
     }
@@ -310,6 +314,7 @@ def test_logs_tail_follow_and_refusals(ns: str, tmp_path: Path, kubectl: Kubectl
         assert refused.returncode == 1
         assert f"(BadRequest): {message}" in refused.stderr
     assert kubectl("logs", "-n", ns, "two", "-c", "side").stdout == ""
+    assert kubectl("logs", "-n", ns, "two", "-c", "init").stdout == "init done\n"
 
 
 def free_port() -> int:
