@@ -11,16 +11,13 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+
+from grove_sim.machinery.logstamps import stamp
 
 __all__ = ["DEFAULT_LOG_LIMIT", "ContainerLogs", "LogRing", "LogStore"]
 
 DEFAULT_LOG_LIMIT = 1 << 20
 """Bytes of output kept per container run (the newest ones)."""
-
-
-def _timestamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LogRing:
@@ -66,7 +63,7 @@ class LogRing:
 
     def _add(self, line: bytes) -> None:
         line = line[-self._limit :]
-        self._lines.append((_timestamp(), line))
+        self._lines.append((stamp(), line))
         self._size += len(line)
         while self._size > self._limit:
             _, dropped = self._lines.popleft()
@@ -81,9 +78,12 @@ class LogRing:
         stamp, line = entry
         return f"{stamp} ".encode() + line if timestamps else line
 
-    def tail(self, lines: int | None = None, *, timestamps: bool = False) -> tuple[bytes, int]:
-        """The last ``lines`` lines (all kept when None) and the position after them, for :meth:`follow`."""
-        kept = list(self._lines)
+    def tail(
+        self, lines: int | None = None, *, timestamps: bool = False, since: str | None = None
+    ) -> tuple[bytes, int]:
+        """The last ``lines`` lines (all kept when None) printed at or after ``since`` (a ``stamp``), and the
+        position after them, for :meth:`follow`."""
+        kept = [e for e in self._lines if since is None or e[0] >= since]
         if lines is not None:
             kept = kept[len(kept) - lines :] if lines > 0 else []
         return b"".join(self._render(e, timestamps) for e in kept), self._first + len(self._lines)

@@ -10,6 +10,7 @@ is not valid, ``previous`` needs a previous run, a container that never started 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -17,6 +18,7 @@ from aiohttp import web
 from grove_sim.http.context import ApiContext, Target
 from grove_sim.http.requestinfo import parse_bool, parse_int
 from grove_sim.machinery import errors
+from grove_sim.machinery.logstamps import stamp
 
 __all__ = ["LogReader", "LogSource", "pod_logs"]
 
@@ -26,8 +28,10 @@ _PODS = ("", "pods")
 class LogReader(Protocol):
     """One container run's captured output."""
 
-    def tail(self, lines: int | None = None, *, timestamps: bool = False) -> tuple[bytes, int]:
-        """The last ``lines`` lines and the position after them."""
+    def tail(
+        self, lines: int | None = None, *, timestamps: bool = False, since: str | None = None
+    ) -> tuple[bytes, int]:
+        """The last ``lines`` lines printed at or after ``since`` and the position after them."""
 
     def follow(self, position: int, *, timestamps: bool = False) -> AsyncIterator[bytes]:
         """Lines from ``position`` on as they arrive, until the output ends."""
@@ -75,6 +79,32 @@ def _waiting_reason(pod: dict[str, Any], container: str) -> str | None:
     return None
 
 
+def _since(request: web.Request) -> str | None:
+    """``sinceSeconds`` or ``sinceTime`` (RFC 3339) as a ring timestamp; None when neither is given."""
+    seconds = parse_int(request, "sinceSeconds")
+    if seconds is not None:
+        if seconds < 1:
+            raise errors.bad_request("sinceSeconds: Invalid value: must be greater than 0")
+        return stamp(datetime.now(UTC) - timedelta(seconds=seconds))
+    text = request.query.get("sinceTime")
+    if not text:
+        return None
+    try:
+        return stamp(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        raise errors.bad_request(f'parsing time "{text}" as RFC3339: cannot parse') from None
+
+
+async def _write(response: web.StreamResponse, data: bytes, budget: int | None) -> int | None:
+    """Write ``data`` within ``limitBytes`` (``budget`` left; None: no limit); returns what is left."""
+    if budget is not None:
+        data = data[:budget]
+        budget -= len(data)
+    if data:
+        await response.write(data)
+    return budget
+
+
 async def pod_logs(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
     """GET ``pods/NAME/log``: the container's output, streamed while it runs with ``follow=true``."""
     name = target.name or ""
@@ -86,6 +116,8 @@ async def pod_logs(ctx: ApiContext, request: web.Request, target: Target) -> web
     follow = parse_bool(request, "follow")
     timestamps = parse_bool(request, "timestamps")
     lines = parse_int(request, "tailLines")
+    since = _since(request)
+    limit = parse_int(request, "limitBytes")
     reader = ctx.pod_logs.container_logs(target.ns, name, container, previous) if ctx.pod_logs else None
     if reader is None:
         if previous:
@@ -95,11 +127,14 @@ async def pod_logs(ctx: ApiContext, request: web.Request, target: Target) -> web
             raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: {reason}')
     response = web.StreamResponse(headers={"Content-Type": "text/plain"})
     await response.prepare(request)
+    budget = limit if limit is not None and limit > 0 else None
     if reader is not None:
-        text, position = reader.tail(max(lines, 0) if lines is not None else None, timestamps=timestamps)
-        await response.write(text)
-        if follow:
+        text, position = reader.tail(max(lines, 0) if lines is not None else None, timestamps=timestamps, since=since)
+        budget = await _write(response, text, budget)
+        if follow and budget != 0:
             async for chunk in reader.follow(position, timestamps=timestamps):
-                await response.write(chunk)
+                budget = await _write(response, chunk, budget)
+                if budget == 0:
+                    break
     await response.write_eof()
     return response

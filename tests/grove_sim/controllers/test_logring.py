@@ -4,11 +4,13 @@ sees every line appended after its position, then ends with the output."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from grove_sim.controllers.logring import ContainerLogs, LogRing
+from grove_sim.machinery.logstamps import stamp
 
 chunks = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\r", b"")), max_size=30)
 
@@ -78,3 +80,12 @@ def test_a_new_run_keeps_the_previous_runs_output() -> None:
     assert first.closed
     assert logs.current is second
     assert second.tail()[0] == b"run 2\n"
+
+
+def test_since_keeps_the_lines_printed_from_then_on() -> None:
+    ring = LogRing(1024)
+    ring.append(b"old\n")
+    cut = stamp()
+    ring.append(b"new\n")
+    assert ring.tail(since=cut)[0] == b"new\n"
+    assert ring.tail(since=stamp(datetime(2000, 1, 1, tzinfo=UTC)))[0] == b"old\nnew\n"

@@ -275,9 +275,9 @@ def ns(kubectl: Kubectl) -> str:
 
 
 def test_logs_tail_follow_and_refusals(ns: str, tmp_path: Path, kubectl: Kubectl, kubectl_env: dict[str, str]) -> None:
-    """`kubectl logs --tail` gives the last lines, `-f` streams new output and ends when the pod goes; a pod with
-    two containers needs one named, an unknown container and a missing previous run are 400s; an init container's
-    output stays readable after it completed."""
+    """`kubectl logs --tail` gives the last lines (`--limit-bytes`, `--since`, `--since-time` cut them), `-f`
+    streams new output and ends when the pod goes; a pod with two containers needs one named, an unknown container
+    and a missing previous run are 400s; an init container's output stays readable after it completed."""
     talky = app_pod("talky", tmp_path, container={"env": [
         {"name": "OUT", "value": str(tmp_path)}, {"name": "LINES", "value": "50"}]})  # fmt: skip
     apply(kubectl, ns, talky)
@@ -288,6 +288,9 @@ def test_logs_tail_follow_and_refusals(ns: str, tmp_path: Path, kubectl: Kubectl
         assert follow.stdout is not None
         assert follow.stdout.readline() == "started talky run 1\n"
         assert kubectl("logs", "-n", ns, "pod/talky", "--tail", "2").stdout == "line 50\nstarted talky run 1\n"
+        assert kubectl("logs", "-n", ns, "talky", "--limit-bytes", "9").stdout == "line 1\nli"
+        assert kubectl("logs", "-n", ns, "talky", "--since", "1h").stdout.startswith("line 1\nline 2\n")
+        assert kubectl("logs", "-n", ns, "talky", "--since-time", "2099-01-01T00:00:00Z").stdout == ""
         kubectl("get", "--raw", f"/api/v1/namespaces/{ns}/pods/talky:8080/proxy/streamed")
         assert follow.stdout.readline() == "GET /streamed\n"
         kubectl("delete", "pod", "-n", ns, "talky", "--wait=false")
