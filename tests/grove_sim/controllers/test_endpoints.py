@@ -4,6 +4,7 @@ changes, and caps an Endpoints object at 1,000 addresses as kube-controller-mana
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from grove_sim.controllers.endpoints import MAX_ENDPOINTS, EndpointsController
@@ -33,6 +34,14 @@ def create(core: Core, plural: str, obj: Obj) -> Obj:
     return created
 
 
+def update(core: Core, plural: str, name: str, change: Callable[[Obj], Obj]) -> None:
+    info = core.registry.get("", "v1", plural)
+    assert info is not None
+    current = core.store.get(("", plural), "ns", name)
+    assert current is not None
+    core.replace(info, current, change(current))
+
+
 def running(name: str, ip: str, labels: Obj) -> Obj:
     ready = {"type": "Ready", "status": "True"}
     return {"metadata": {"name": name, "labels": labels},
@@ -60,18 +69,10 @@ async def test_pods_join_and_leave_with_their_labels_and_the_selector() -> None:
     create(core, "pods", running("p2", "127.1.0.2", {"app": "b"}))
     await settle(controller)
     assert ips(core) == ["127.1.0.1"]
-    info = core.registry.get("", "v1", "pods")
-    assert info is not None
-    p1 = core.store.get(("", "pods"), "ns", "p1")
-    assert p1 is not None
-    core.replace(info, p1, {**p1, "metadata": {**p1["metadata"], "labels": {"app": "b"}}})
+    update(core, "pods", "p1", lambda p: {**p, "metadata": {**p["metadata"], "labels": {"app": "b"}}})
     await settle(controller)
     assert ips(core) == []
-    services = core.registry.get("", "v1", "services")
-    assert services is not None
-    svc = core.store.get(("", "services"), "ns", "svc")
-    assert svc is not None
-    core.replace(services, svc, {**svc, "spec": {**svc["spec"], "selector": {"app": "b"}}})
+    update(core, "services", "svc", lambda svc: {**svc, "spec": {**svc["spec"], "selector": {"app": "b"}}})
     await settle(controller)
     assert ips(core) == ["127.1.0.1", "127.1.0.2"]
     endpoints = core.store.get(("", "endpoints"), "ns", "svc")
