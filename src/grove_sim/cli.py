@@ -43,9 +43,10 @@ def tune_gc() -> None:
 
 
 def _exec_image(text: str) -> tuple[str, str]:
+    """``PREFIX=COMMAND``, or ``PREFIX`` alone (the containers must then set ``command``)."""
     prefix, sep, command = text.partition("=")
-    if not sep or not prefix or not command:
-        raise argparse.ArgumentTypeError(f"expected PREFIX=COMMAND, got {text!r}")
+    if not prefix or (sep and not command.strip()):
+        raise argparse.ArgumentTypeError(f"expected PREFIX or PREFIX=COMMAND, got {text!r}")
     return prefix, command
 
 
@@ -76,8 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         type=_exec_image,
         default=[],
-        metavar="PREFIX=COMMAND",
-        help="run init containers whose image starts with PREFIX as the local COMMAND (repeatable)",
+        metavar="PREFIX[=COMMAND]",
+        help="run containers whose image starts with PREFIX as local processes: the container's command and args "
+        "looked up on PATH, else COMMAND and the args (repeatable)",
     )
     up.add_argument(
         "--restart-backoff",
@@ -109,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="inject faults from the start (errors, latency, dropped/expired watches, pause; seeded); see "
         "docs/sim-authorization-and-faults.md; change at run time with PUT /sim/faults",
     )
+    up.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a CA of the cluster's own; the kubeconfig carries it as certificate-authority-data",
+    )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
@@ -117,7 +124,7 @@ async def _serve(args: argparse.Namespace, options: SimOptions) -> None:
     server = SimServer(options)
     url = await server.start(args.host, args.port)
     tune_gc()
-    write_kubeconfig(args.kubeconfig, url)
+    write_kubeconfig(args.kubeconfig, url, ca_data=server.ca_pem)
     logging.getLogger("grove_sim").info("grove-sim serving %s (kubeconfig %s)", url, args.kubeconfig)
     print(f"grove-sim ready: {url} kubeconfig={args.kubeconfig}", flush=True)
     stop = asyncio.Event()
@@ -153,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         audit_log=args.audit_log_path,
         authorization_mode=args.authorization_mode,
         faults=args.faults,
+        tls=args.tls,
     )
     asyncio.run(_serve(args, options))
     return 0

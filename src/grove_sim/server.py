@@ -8,6 +8,7 @@ with open watch streams ended cleanly first so clients see a normal end of strea
 from __future__ import annotations
 
 import os
+import ssl
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from aiohttp import web
 from grove_sim.auth.authentication import ADMIN, Authenticator
 from grove_sim.auth.authorizer import new_authorizer
 from grove_sim.auth.bootstrap import bootstrap_cluster_role_bindings, bootstrap_cluster_roles
+from grove_sim.controllers.endpoints import EndpointsController
 from grove_sim.controllers.gc import GarbageCollector
 from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
 from grove_sim.controllers.namespaces import NamespaceController
@@ -30,6 +32,7 @@ from grove_sim.http.context import ApiContext
 from grove_sim.http.fault_config import FaultConfig
 from grove_sim.http.faults import FaultInjector
 from grove_sim.http.webhook_client import AiohttpWebhookTransport
+from grove_sim.machinery.certs import make_serving_certificates
 from grove_sim.machinery.kubeconfig import kubeconfig_document
 from grove_sim.registry.core import Core
 from grove_sim.registry.resources import Registry
@@ -61,15 +64,22 @@ class SimOptions:
     """Faults to inject from the start (None: none until ``PUT /sim/faults``)."""
     authorization_mode: str = "AlwaysAllow"
     """``AlwaysAllow`` or ``RBAC`` (kube-apiserver's ``--authorization-mode``); RBAC seeds the default policy."""
+    probe_time_scale: float = 1.0
+    """Factor applied to probe delays and periods of containers run as processes (tests use a fast clock)."""
+    tls: bool = False
+    """Serve HTTPS with a certificate signed by a CA of the cluster's own (kubeconfigs carry the CA)."""
 
 
-def write_kubeconfig(path: str | os.PathLike[str], url: str, *, token: str = SIM_TOKEN) -> Path:
-    """Write the kubeconfig atomically (rename), so a reader never sees half a file."""
+def write_kubeconfig(
+    path: str | os.PathLike[str], url: str, *, token: str = SIM_TOKEN, ca_data: bytes | None = None
+) -> Path:
+    """Write the kubeconfig atomically (rename), so a reader never sees half a file; ``ca_data`` is the PEM of the
+    CA of an HTTPS server."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".kubeconfig-", dir=target.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(kubeconfig_document(url, token=token), handle, sort_keys=False)
+        yaml.safe_dump(kubeconfig_document(url, token=token, ca_data=ca_data), handle, sort_keys=False)
     Path(tmp).replace(target)
     return target
 
@@ -94,6 +104,7 @@ class SimServer:
         )
         self.gc = GarbageCollector(self.core)
         self.namespaces = NamespaceController(self.core)
+        self.endpoints = EndpointsController(self.core)
         self.kubelet = Kubelet(
             self.core,
             KubeletOptions(
@@ -102,15 +113,19 @@ class SimServer:
                 exec_images=dict(self.options.exec_images),
                 restart_backoff=self.options.restart_backoff,
                 max_restart_backoff=self.options.max_restart_backoff,
+                time_scale=self.options.probe_time_scale,
             ),
             token_for=self.tokens.token_for,
         )
+        self.context.pod_logs = self.kubelet.logs
         if self.options.audit_log:
             self.context.audit = AuditLog(self.options.audit_log)
         self.context.authorizer = new_authorizer(self.options.authorization_mode, self.store)
         self.context.faults = FaultInjector(self.store, self.options.faults)
         self._runner: web.AppRunner | None = None
         self.url = ""
+        self.ca_pem: bytes | None = None
+        """PEM of the CA that signed the serving certificate (with ``tls``)."""
 
     def user_of(self, token: str | None) -> str:
         """Who a bearer token authenticates as (the administrator, a service account, anonymous); raises
@@ -132,7 +147,7 @@ class SimServer:
                     self.core.create(info, "", obj)
 
     def _queues(self) -> list[WorkQueue[Any]]:
-        return [self.gc.queue, self.namespaces.queue, self.tokens.queue, *self.kubelet.queues()]
+        return [self.gc.queue, self.namespaces.queue, self.tokens.queue, self.endpoints.queue, *self.kubelet.queues()]
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Start controllers, seed the cluster and listen; returns the base URL."""
@@ -147,13 +162,27 @@ class SimServer:
             self.core.create(info, "", node)
         self._runner = web.AppRunner(make_app(self.context), access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, backlog=1024)
+        context = self._tls_context(host) if self.options.tls else None
+        site = web.TCPSite(self._runner, host, port, backlog=1024, ssl_context=context)
         await site.start()
         addresses = self._runner.addresses
         bound = int(addresses[0][1]) if addresses else port
-        self.url = f"http://{host}:{bound}"
+        self.url = f"{'https' if context else 'http'}://{host}:{bound}"
         self.kubelet.options.server_url = self.url
+        self.kubelet.options.ca_data = self.ca_pem
         return self.url
+
+    def _tls_context(self, host: str) -> ssl.SSLContext:
+        """A server context with a fresh CA's serving certificate (the files live only while it loads them)."""
+        certs = make_serving_certificates(host)
+        self.ca_pem = certs.ca_pem
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        with tempfile.TemporaryDirectory(prefix="grove-sim-tls-") as tmp:
+            cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+            cert.write_bytes(certs.cert_pem + certs.ca_pem)
+            key.write_bytes(certs.key_pem)
+            context.load_cert_chain(cert, key)
+        return context
 
     def idle(self) -> bool:
         """True when no controller has pending work (tests use it to wait for quiescence)."""

@@ -21,6 +21,16 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], *, attempts: int 
     raise AssertionError("condition never became true")
 
 
+async def until(probe: Any, limit: float = 60.0) -> Any:
+    """Poll an async probe until it returns something truthy (the limit only guards against a hang)."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while not (value := await probe()):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.05)
+    return value
+
+
 @pytest.fixture
 def poll() -> Callable[..., Awaitable[Any]]:
     """The ``eventually`` polling helper."""
