@@ -21,6 +21,9 @@ from grove_sim.controllers.gc import GarbageCollector
 from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
 from grove_sim.controllers.namespaces import NamespaceController
 from grove_sim.controllers.tokens import TokenController
+from grove_sim.controllers.workloads.deployments import DeploymentController
+from grove_sim.controllers.workloads.replicasets import ReplicaSetController
+from grove_sim.controllers.workloads.scheduler import DefaultScheduler
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.http.app import make_app
 from grove_sim.http.audit import AuditLog
@@ -53,6 +56,8 @@ class SimOptions:
     history: int = DEFAULT_HISTORY
     bookmark_interval: float = 60.0
     default_service_accounts: bool = True
+    default_scheduler: bool = False
+    """Run the built-in scheduler for pods naming ``default-scheduler`` (``grove-sim up`` turns it on)."""
 
 
 def write_kubeconfig(path: str | os.PathLike[str], url: str, *, token: str = SIM_TOKEN) -> Path:
@@ -86,6 +91,9 @@ class SimServer:
         )
         self.gc = GarbageCollector(self.core)
         self.namespaces = NamespaceController(self.core)
+        self.deployments = DeploymentController(self.core)
+        self.replicasets = ReplicaSetController(self.core)
+        self.scheduler = DefaultScheduler(self.core) if self.options.default_scheduler else None
         self.kubelet = Kubelet(
             self.core,
             KubeletOptions(
@@ -110,7 +118,19 @@ class SimServer:
         return authenticator.authenticate(f"Bearer {token}" if token else None).username
 
     def _queues(self) -> list[WorkQueue[Any]]:
-        return [self.gc.queue, self.namespaces.queue, self.tokens.queue, *self.kubelet.queues()]
+        return [
+            self.gc.queue,
+            self.namespaces.queue,
+            self.tokens.queue,
+            *self.kubelet.queues(),
+            *self._workload_queues(),
+        ]
+
+    def _workload_queues(self) -> list[WorkQueue[Any]]:
+        queues: list[WorkQueue[Any]] = [self.deployments.queue, self.replicasets.queue]
+        if self.scheduler is not None:
+            queues.append(self.scheduler.queue)
+        return queues
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Start controllers, seed the cluster and listen; returns the base URL."""
