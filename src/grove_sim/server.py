@@ -22,6 +22,7 @@ from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
 from grove_sim.controllers.namespaces import NamespaceController
 from grove_sim.controllers.tokens import TokenController
 from grove_sim.controllers.workloads.deployments import DeploymentController
+from grove_sim.controllers.workloads.disruption import DisruptionController
 from grove_sim.controllers.workloads.replicasets import ReplicaSetController
 from grove_sim.controllers.workloads.scheduler import DefaultScheduler
 from grove_sim.controllers.workqueue import WorkQueue
@@ -93,6 +94,7 @@ class SimServer:
         self.namespaces = NamespaceController(self.core)
         self.deployments = DeploymentController(self.core)
         self.replicasets = ReplicaSetController(self.core)
+        self.disruption = DisruptionController(self.core)
         self.scheduler = DefaultScheduler(self.core) if self.options.default_scheduler else None
         self.kubelet = Kubelet(
             self.core,
@@ -127,7 +129,7 @@ class SimServer:
         ]
 
     def _workload_queues(self) -> list[WorkQueue[Any]]:
-        queues: list[WorkQueue[Any]] = [self.deployments.queue, self.replicasets.queue]
+        queues: list[WorkQueue[Any]] = [self.deployments.queue, self.replicasets.queue, self.disruption.queue]
         if self.scheduler is not None:
             queues.append(self.scheduler.queue)
         return queues
