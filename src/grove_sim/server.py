@@ -21,8 +21,10 @@ from grove_sim.controllers.gc import GarbageCollector
 from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
 from grove_sim.controllers.namespaces import NamespaceController
 from grove_sim.controllers.tokens import TokenController
+from grove_sim.controllers.workloads.autoscaler import Autoscaler
 from grove_sim.controllers.workloads.deployments import DeploymentController
 from grove_sim.controllers.workloads.disruption import DisruptionController
+from grove_sim.controllers.workloads.metrics import MetricsApi
 from grove_sim.controllers.workloads.replicasets import ReplicaSetController
 from grove_sim.controllers.workloads.scheduler import DefaultScheduler
 from grove_sim.controllers.workqueue import WorkQueue
@@ -58,6 +60,9 @@ class SimOptions:
     bookmark_interval: float = 60.0
     default_service_accounts: bool = True
     default_scheduler: bool = False
+    hpa_sync_period: float = 15.0
+    """Seconds between two syncs of each HorizontalPodAutoscaler (kube-controller-manager's
+    ``--horizontal-pod-autoscaler-sync-period``)."""
     """Run the built-in scheduler for pods naming ``default-scheduler`` (``grove-sim up`` turns it on)."""
 
 
@@ -95,6 +100,8 @@ class SimServer:
         self.deployments = DeploymentController(self.core)
         self.replicasets = ReplicaSetController(self.core)
         self.disruption = DisruptionController(self.core)
+        self.metrics = MetricsApi(self.core)
+        self.autoscaler = Autoscaler(self.core, sync_period=self.options.hpa_sync_period)
         self.scheduler = DefaultScheduler(self.core) if self.options.default_scheduler else None
         self.kubelet = Kubelet(
             self.core,
@@ -129,7 +136,12 @@ class SimServer:
         ]
 
     def _workload_queues(self) -> list[WorkQueue[Any]]:
-        queues: list[WorkQueue[Any]] = [self.deployments.queue, self.replicasets.queue, self.disruption.queue]
+        queues: list[WorkQueue[Any]] = [
+            self.deployments.queue,
+            self.replicasets.queue,
+            self.disruption.queue,
+            self.autoscaler.queue,
+        ]
         if self.scheduler is not None:
             queues.append(self.scheduler.queue)
         return queues
