@@ -84,6 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="append one audit event per request (JSON lines, as kube-apiserver's --audit-log-path)",
     )
+    up.add_argument(
+        "--default-scheduler",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="bind pods naming default-scheduler (or no scheduler) as kube-scheduler would (default on)",
+    )
+    up.add_argument(
+        "--hpa-sync-period",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds between two syncs of each HorizontalPodAutoscaler (default 15)",
+    )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
@@ -126,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         restart_backoff=args.restart_backoff,
         max_restart_backoff=args.max_restart_backoff,
         audit_log=args.audit_log_path,
+        default_scheduler=args.default_scheduler,
+        hpa_sync_period=args.hpa_sync_period,
     )
     asyncio.run(_serve(args, options))
     return 0

@@ -43,14 +43,24 @@ _log = logging.getLogger(__name__)
 Key = tuple[str, str]
 
 
+def _semantic(value: Any) -> Any:
+    """The value with null fields and empty maps dropped: Go's typed decode makes ``null``, ``{}`` and an absent
+    field the same (``kubectl rollout undo`` sends ``creationTimestamp: null``)."""
+    if isinstance(value, dict):
+        kept = {k: _semantic(v) for k, v in value.items() if v is not None}
+        return {k: v for k, v in kept.items() if v != {}}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
 def _without_hash(template: dict[str, Any]) -> dict[str, Any]:
+    """``EqualIgnoreHash``'s view of a template: without the ``pod-template-hash`` label, semantically."""
     meta = dict(template.get("metadata") or {})
     labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != HASH_LABEL}
-    if labels:
-        meta["labels"] = labels
-    else:
-        meta.pop("labels", None)
-    return {**template, "metadata": meta}
+    meta["labels"] = labels
+    semantic: dict[str, Any] = _semantic({**template, "metadata": meta})
+    return semantic
 
 
 def _revision(obj: dict[str, Any]) -> int:
@@ -99,8 +109,9 @@ class DeploymentController:
         replica_sets = sorted(
             owned(self._core, REPLICASETS, deployment), key=lambda rs: str(rs["metadata"].get("creationTimestamp"))
         )
+        current = _without_hash(template)
         new = next(
-            (rs for rs in replica_sets if _without_hash((rs.get("spec") or {}).get("template") or {}) == template), None
+            (rs for rs in replica_sets if _without_hash((rs.get("spec") or {}).get("template") or {}) == current), None
         )
         old = [rs for rs in replica_sets if rs is not new]
         sizes = {rs["metadata"]["name"]: self._size(rs) for rs in replica_sets}
@@ -158,7 +169,7 @@ class DeploymentController:
         assert info is not None
         spec = deployment.get("spec") or {}
         template = clone(spec.get("template") or {})
-        digest = template_hash(template)
+        digest = template_hash(_without_hash(template))
         template_meta = template.setdefault("metadata", {})
         template_meta["labels"] = {**(template_meta.get("labels") or {}), HASH_LABEL: digest}
         selector = clone(spec.get("selector") or {})
