@@ -135,8 +135,8 @@ def test_invalid_deployments_are_refused_with_field_paths(kubectl: Kubectl, ns: 
     }
     result = kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
     assert result.returncode != 0
-    assert 'spec.template.metadata.labels: Invalid value: map[string]string{"app":"other"}: `selector` does not match ' \
-        "template `labels`" in result.stderr  # fmt: skip
+    mismatch = 'map[string]string{"app":"other"}: `selector` does not match template `labels`'
+    assert f"spec.template.metadata.labels: Invalid value: {mismatch}" in result.stderr
     assert (
         "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0"
         in result.stderr
