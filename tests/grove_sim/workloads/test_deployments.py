@@ -9,6 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grove_sim.controllers.workloads.owned import PODS, active, available
+from grove_sim.server import SimServer
+from grove_sim.storage.store import Event, Listener
+from grove_sim.testing import SimCluster
 
 pytestmark = pytest.mark.kubectl
 
@@ -153,3 +160,50 @@ def test_invalid_deployments_are_refused_with_field_paths(kubectl: Kubectl, ns: 
     )  # fmt: skip
     assert "spec.selector: Invalid value" in result.stderr
     assert "field is immutable" in result.stderr
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(replicas=st.integers(1, 5), surge=st.integers(0, 2), unavailable=st.integers(0, 2))
+def test_rollout_bounds_hold_in_every_committed_state(
+    kubectl: Kubectl, sim: SimCluster, replicas: int, surge: int, unavailable: int
+) -> None:
+    """During a real rollout (kubectl set image), every state the server commits has at most replicas + maxSurge
+    active pods and at least replicas - maxUnavailable available ones."""
+    if surge == unavailable == 0:
+        unavailable = 1
+    ns = f"r-{time.monotonic_ns() % 10**9}"
+    kubectl("create", "namespace", ns)
+    manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "app", "namespace": ns},
+        "spec": {
+            "replicas": replicas,
+            "strategy": {"rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}},
+            "selector": {"matchLabels": {"app": "app"}},
+            "template": {"metadata": {"labels": {"app": "app"}}, "spec": {"containers": [{"name": "c", "image": "a"}]}},
+        },
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    kubectl("rollout", "status", "deployment/app", "-n", ns, "--timeout=30s")
+    seen: list[tuple[int, int]] = []
+
+    def observe(server: SimServer) -> Listener:
+        def listener(event: Event) -> None:
+            if event.key == PODS and event.obj["metadata"].get("namespace") == ns:
+                pods = server.store.list(PODS, ns)
+                seen.append((sum(1 for p in pods if active(p)), sum(1 for p in pods if available(p))))
+
+        server.store.add_listener(listener)
+        return listener
+
+    listener = sim.call(observe)
+    try:
+        kubectl("set", "image", "deployment/app", "c=b", "-n", ns)
+        kubectl("rollout", "status", "deployment/app", "-n", ns, "--timeout=30s")
+    finally:
+        sim.call(lambda server: server.store.remove_listener(listener))
+    assert seen
+    assert max(count for count, _ in seen) <= replicas + surge
+    assert min(ready for _, ready in seen) >= replicas - min(unavailable, replicas)
+    kubectl("delete", "namespace", ns, "--wait=false")
