@@ -24,7 +24,7 @@ from typing import Any, Final
 from grove_sim.controllers.events import EventRecorder
 from grove_sim.controllers.podstatus import pod_requests
 from grove_sim.controllers.workloads.metrics import usage_quantities
-from grove_sim.controllers.workloads.owned import PODS
+from grove_sim.controllers.workloads.owned import PODS, write_status
 from grove_sim.controllers.workloads.scaling_rules import ScaleEvent, apply_behavior
 from grove_sim.controllers.workloads.usage import measured, pod_usage
 from grove_sim.controllers.workqueue import WorkQueue
@@ -353,10 +353,4 @@ class Autoscaler:
             )
         if previous == status:
             return
-        info = self._core.registry.get("autoscaling", "v2", "horizontalpodautoscalers")
-        assert info is not None
-        try:
-            self._core.replace(info, current, {**current, "status": status}, subresource="status")
-        except errors.ApiError as exc:
-            if exc.code not in (404, 409):
-                raise
+        write_status(self._core, current, status)

@@ -27,6 +27,7 @@ from grove_sim.controllers.workloads.owned import (
     owned,
     scaled_count,
     template_hash,
+    write_status,
 )
 from grove_sim.controllers.workloads.rollout import ReplicaSetSize, recreate_step, rolling_step
 from grove_sim.controllers.workqueue import WorkQueue
@@ -279,13 +280,7 @@ class DeploymentController:
         ]
         if deployment.get("status") == status:
             return
-        info = self._core.registry.get("apps", "v1", "deployments")
-        assert info is not None
-        try:
-            self._core.replace(info, deployment, {**deployment, "status": status}, subresource="status")
-        except errors.ApiError as exc:
-            if exc.code not in (404, 409):
-                raise
+        write_status(self._core, deployment, status)
 
     def _annotate_revision(self, deployment: dict[str, Any], new: dict[str, Any] | None) -> dict[str, Any]:
         """The Deployment carries its current ReplicaSet's revision (``kubectl rollout history`` reads it)."""

@@ -15,9 +15,8 @@ import calendar
 import time
 from typing import Any, Final
 
-from grove_sim.controllers.workloads.owned import PODS, available, controller_of, scaled_count
+from grove_sim.controllers.workloads.owned import PODS, available, controller_of, scaled_count, write_status
 from grove_sim.controllers.workqueue import WorkQueue
-from grove_sim.machinery import errors
 from grove_sim.registry.core import Core, now_rfc3339
 from grove_sim.registry.eviction import selects
 from grove_sim.registry.subresources import get_scale
@@ -89,13 +88,7 @@ class DisruptionController:
             status["disruptedPods"] = disrupted
         if pdb.get("status") == status:
             return
-        info = self._core.registry.get("policy", "v1", "poddisruptionbudgets")
-        assert info is not None
-        try:
-            self._core.replace(info, pdb, {**pdb, "status": status}, subresource="status")
-        except errors.ApiError as exc:
-            if exc.code not in (404, 409):
-                raise
+        write_status(self._core, pdb, status)
         if disrupted:
             self.queue.add_after(key, _DISRUPTION_TIMEOUT)
 

@@ -11,6 +11,7 @@ import json
 import math
 from typing import Any, Final
 
+from grove_sim.machinery import errors
 from grove_sim.registry.core import Core
 from grove_sim.storage.store import ResourceKey
 
@@ -24,6 +25,7 @@ __all__ = [
     "owned",
     "scaled_count",
     "template_hash",
+    "write_status",
 ]
 
 PODS: Final[ResourceKey] = ("", "pods")
@@ -114,3 +116,15 @@ def template_hash(template: dict[str, Any], collisions: int = 0) -> str:
     for byte in data:
         value = ((value ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
     return "".join(_SAFE_ALPHABET[ord(ch) % len(_SAFE_ALPHABET)] for ch in str(value))
+
+
+def write_status(core: Core, obj: dict[str, Any], status: dict[str, Any]) -> None:
+    """Replace the object's status (``/status``); an object deleted or changed meanwhile is left to the next sync
+    (level-triggered: its change queued it again)."""
+    info = core.registry.by_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    assert info is not None, "controllers write the status of served kinds only"
+    try:
+        core.replace(info, obj, {**obj, "status": status}, subresource="status")
+    except errors.ApiError as exc:
+        if exc.code not in (404, 409):
+            raise

@@ -12,7 +12,15 @@ import logging
 from typing import Any
 
 from grove_sim.controllers.events import EventRecorder
-from grove_sim.controllers.workloads.owned import PODS, REPLICASETS, active, available, controller_ref, owned
+from grove_sim.controllers.workloads.owned import (
+    PODS,
+    REPLICASETS,
+    active,
+    available,
+    controller_ref,
+    owned,
+    write_status,
+)
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.machinery import errors
 from grove_sim.registry.core import Core
@@ -125,10 +133,4 @@ class ReplicaSetController:
         current = self._core.store.get(REPLICASETS, rs["metadata"].get("namespace", ""), rs["metadata"]["name"])
         if current is None or current.get("status") == status:
             return
-        info = self._core.registry.get("apps", "v1", "replicasets")
-        assert info is not None
-        try:
-            self._core.replace(info, current, {**current, "status": status}, subresource="status")
-        except errors.ApiError as exc:
-            if exc.code not in (404, 409):
-                raise
+        write_status(self._core, current, status)

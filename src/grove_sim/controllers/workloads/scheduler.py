@@ -18,7 +18,7 @@ from typing import Any, Final
 from grove_sim.controllers import podstatus
 from grove_sim.controllers.events import EventRecorder
 from grove_sim.controllers.workloads.fit import allocatable, fit_error, misfits, short_of_resources
-from grove_sim.controllers.workloads.owned import PODS
+from grove_sim.controllers.workloads.owned import PODS, write_status
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.machinery import errors
 from grove_sim.registry import subresources
@@ -144,10 +144,4 @@ class DefaultScheduler:
         condition = podstatus.condition("PodScheduled", "False", now_rfc3339(), "Unschedulable")
         condition["message"] = message
         status["conditions"] = [*conditions, condition]
-        info = self._core.registry.get("", "v1", "pods")
-        assert info is not None
-        try:
-            self._core.replace(info, pod, {**pod, "status": status}, subresource="status")
-        except errors.ApiError as exc:
-            if exc.code not in (404, 409):
-                raise
+        write_status(self._core, pod, status)
