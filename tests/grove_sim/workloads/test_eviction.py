@@ -113,3 +113,15 @@ async def test_budget_validation(api_client: client.ApiClient, namespace: str) -
     message = json.loads(refused.value.body)["message"]
     assert "minAvailable and maxUnavailable cannot be both set" in message
     assert 'spec.maxUnavailable: Invalid value: "150%": must not be greater than 100%' in message
+
+
+@pytest.mark.kubectl
+def test_kubectl_create_pdb_and_get(kubectl: Callable[..., Any]) -> None:
+    """``kubectl create pdb`` (a protobuf body) is decoded, and ``kubectl get pdb`` shows kubectl's columns."""
+    kubectl("create", "namespace", "pdb-cli")
+    kubectl("create", "pdb", "p", "-n", "pdb-cli", "--selector=app=x", "--min-available=50%")
+    pdb = json.loads(kubectl("get", "pdb", "p", "-n", "pdb-cli", "-o", "json").stdout)
+    assert pdb["spec"] == {"minAvailable": "50%", "selector": {"matchLabels": {"app": "x"}}}
+    lines = [line.split() for line in kubectl("get", "pdb", "-n", "pdb-cli").stdout.splitlines()]
+    assert lines[0] == ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED", "DISRUPTIONS", "AGE"]
+    assert lines[1][:4] == ["p", "50%", "N/A", "0"]
