@@ -39,7 +39,8 @@ __all__ = ["Autoscaler"]
 
 HPAS: Final = ("autoscaling", "horizontalpodautoscalers")
 _TOLERANCE: Final = 0.1
-_HISTORY: Final = 600.0
+_HISTORY: Final = 3600.0
+"""The longest stabilisation window the API accepts (one hour): older recommendations cannot matter."""
 _log = logging.getLogger(__name__)
 Key = tuple[str, str]
 
@@ -133,6 +134,10 @@ class Autoscaler:
                     current=current, desired=proposal, minimum=minimum, maximum=maximum,
                     behavior=spec.get("behavior"), now=now, history=history, events=events,
                 )  # fmt: skip
+                # A repeated recommendation only moves its timestamp: a window's min or max needs the latest of
+                # each, so the history stays as short as the recommendations' changes, whatever the sync period.
+                if history and history[-1][1] == proposal:
+                    history.pop()
                 self._recommendations[uid] = [*history, (now, proposal)]
                 conditions["AbleToScale"] = ("True", result.able_reason, result.able_message)
                 conditions["ScalingLimited"] = (
