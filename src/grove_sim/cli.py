@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="bind pods naming default-scheduler (or no scheduler) as kube-scheduler would (default on)",
     )
     up.add_argument(
+        "--hpa-controller",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="scale the targets of HorizontalPodAutoscalers from the pods' simulated usage (default on)",
+    )
+    up.add_argument(
         "--hpa-sync-period",
         type=float,
         default=15.0,
@@ -140,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_restart_backoff=args.max_restart_backoff,
         audit_log=args.audit_log_path,
         default_scheduler=args.default_scheduler,
+        hpa_controller=args.hpa_controller,
         hpa_sync_period=args.hpa_sync_period,
     )
     asyncio.run(_serve(args, options))

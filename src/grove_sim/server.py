@@ -60,6 +60,9 @@ class SimOptions:
     bookmark_interval: float = 60.0
     default_service_accounts: bool = True
     default_scheduler: bool = False
+    hpa_controller: bool = False
+    """Run the HorizontalPodAutoscaler controller (``grove-sim up`` turns it on): off, HPAs are stored and served
+    but nothing acts on them, as in a cluster whose controller manager runs without it."""
     hpa_sync_period: float = 15.0
     """Seconds between two syncs of each HorizontalPodAutoscaler (kube-controller-manager's
     ``--horizontal-pod-autoscaler-sync-period``)."""
@@ -101,7 +104,9 @@ class SimServer:
         self.replicasets = ReplicaSetController(self.core)
         self.disruption = DisruptionController(self.core)
         self.metrics = MetricsApi(self.core)
-        self.autoscaler = Autoscaler(self.core, sync_period=self.options.hpa_sync_period)
+        self.autoscaler = (
+            Autoscaler(self.core, sync_period=self.options.hpa_sync_period) if self.options.hpa_controller else None
+        )
         self.scheduler = DefaultScheduler(self.core) if self.options.default_scheduler else None
         self.kubelet = Kubelet(
             self.core,
@@ -136,14 +141,8 @@ class SimServer:
         ]
 
     def _workload_queues(self) -> list[WorkQueue[Any]]:
-        queues: list[WorkQueue[Any]] = [
-            self.deployments.queue,
-            self.replicasets.queue,
-            self.disruption.queue,
-            self.autoscaler.queue,
-        ]
-        if self.scheduler is not None:
-            queues.append(self.scheduler.queue)
+        queues: list[WorkQueue[Any]] = [self.deployments.queue, self.replicasets.queue, self.disruption.queue]
+        queues += [c.queue for c in (self.scheduler, self.autoscaler) if c is not None]
         return queues
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
@@ -168,7 +167,8 @@ class SimServer:
     def idle(self) -> bool:
         """True when no controller has pending work (tests use it to wait for quiescence); the HPAs' periodic
         resyncs are always scheduled and do not count."""
-        return all(q.idle() for q in self._queues() if q is not self.autoscaler.queue)
+        periodic = self.autoscaler.queue if self.autoscaler is not None else None
+        return all(q.idle() for q in self._queues() if q is not periodic)
 
     async def stop(self) -> None:
         """End watch streams, stop serving, stop controllers."""

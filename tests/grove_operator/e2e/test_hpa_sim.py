@@ -30,6 +30,7 @@ def sim() -> Iterator[SimCluster]:
     options = SimOptions(
         nodes=nodes_from_flags(4, 8, "block=2,rack=4"),
         exec_images={"grove-initc": console_script("grove-initc")},
+        hpa_controller=True,
         hpa_sync_period=0.1,
     )
     with SimCluster(options) as cluster:

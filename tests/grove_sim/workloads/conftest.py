@@ -15,6 +15,11 @@ from grove_sim.testing import SimCluster
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimCluster]:
     """Four 8-GPU nodes (192 CPUs each) with the default scheduler."""
-    options = SimOptions(nodes=nodes_from_flags(4, 8, "block=2,rack=4"), default_scheduler=True, hpa_sync_period=0.05)
+    options = SimOptions(
+        nodes=nodes_from_flags(4, 8, "block=2,rack=4"),
+        default_scheduler=True,
+        hpa_controller=True,
+        hpa_sync_period=0.05,
+    )
     with SimCluster(options) as cluster:
         yield cluster
