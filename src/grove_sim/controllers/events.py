@@ -14,6 +14,7 @@ from typing import Any
 
 from grove_sim.machinery import errors
 from grove_sim.registry.core import Core, clone, now_rfc3339
+from grove_sim.registry.resources import ResourceInfo
 
 __all__ = ["EventRecorder"]
 
@@ -69,7 +70,7 @@ class EventRecorder:
         while len(self._written) > _REMEMBERED:
             self._written.popitem(last=False)
 
-    def _bump(self, info: Any, key: tuple[str, str, str, str], now: str) -> bool:
+    def _bump(self, info: ResourceInfo, key: tuple[str, str, str, str], now: str) -> bool:
         where = self._written.get(key)
         if where is None:
             return False

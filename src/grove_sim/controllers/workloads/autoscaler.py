@@ -32,6 +32,7 @@ from grove_sim.machinery import errors
 from grove_sim.machinery.label_selectors import SelectorError, parse_label_selector
 from grove_sim.machinery.quantity import QuantityError, parse_quantity
 from grove_sim.registry.core import Core, now_rfc3339
+from grove_sim.registry.resources import ResourceInfo
 from grove_sim.registry.subresources import get_scale, update_scale
 from grove_sim.storage.store import Event
 
@@ -160,7 +161,7 @@ class Autoscaler:
             self._events.emit(hpa, "Warning", failure.reason, failure.message)
         self._write_status(hpa, status, conditions)
 
-    def _target(self, hpa: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    def _target(self, hpa: dict[str, Any]) -> tuple[ResourceInfo, dict[str, Any], dict[str, Any]]:
         ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
         api_version, kind, name = str(ref.get("apiVersion", "")), str(ref.get("kind", "")), str(ref.get("name", ""))
         info = self._core.registry.by_kind(api_version, kind)
@@ -312,7 +313,7 @@ class Autoscaler:
     def _rescale(
         self,
         hpa: dict[str, Any],
-        info: Any,
+        info: ResourceInfo,
         target: dict[str, Any],
         current: int,
         replicas: int,
