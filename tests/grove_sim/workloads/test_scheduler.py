@@ -114,6 +114,15 @@ def test_selectors_affinity_taints_and_other_schedulers(kubectl: Kubectl) -> Non
     events = kubectl("get", "events", "-n", ns, "--field-selector", "involvedObject.name=intolerant").stdout
     assert "FailedScheduling" in events
     assert "default-scheduler" in kubectl("describe", "pod", "intolerant", "-n", ns).stdout
+    toleration = {"spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}]}}
+    kubectl("patch", "pod", "intolerant", "-n", ns, "--type=merge", "-p", json.dumps(toleration))
+    node = ""
+    for _ in range(500):
+        node = kubectl("get", "pod", "intolerant", "-n", ns, "-o", "jsonpath={.spec.nodeName}").stdout
+        if node:
+            break
+        time.sleep(0.02)
+    assert node == "sel-t"
     kubectl("delete", "node", "sel-a", "sel-b", "sel-t")
 
 

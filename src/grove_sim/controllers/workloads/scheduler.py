@@ -61,7 +61,9 @@ class DefaultScheduler:
         meta = event.obj["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
         if event.type != "DELETED" and _ours(event.obj):
-            if key not in self._unschedulable:
+            changed = (event.old or {}).get("spec") is not event.obj.get("spec")
+            if key not in self._unschedulable or changed:
+                self._unschedulable.discard(key)
                 self.queue.add(key)
             return
         self._unschedulable.discard(key)
