@@ -209,3 +209,29 @@ def test_kubectl_top(kubectl: Kubectl) -> None:
     nodes = kubectl("top", "nodes").stdout.splitlines()
     assert nodes[0].split() == ["NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"]
     assert len(nodes) > 1
+
+
+async def test_pods_metric_average_value(
+    api_client: client.ApiClient, namespace: str, poll: Poll, pool_crd: None
+) -> None:
+    """A Pods metric named ``queue`` reads ``sim.grove.io/queue-usage``: an average of 30 against a target of 10 per
+    pod triples the Pool, and status reports the current average."""
+    await _pool(api_client, namespace, "q", 2, "0")
+    await _running(api_client, namespace, "q", 2, poll)
+    core = client.CoreV1Api(api_client)
+    for index in range(2):
+        patch = {"metadata": {"annotations": {"sim.grove.io/queue-usage": "30"}}}
+        await core.patch_namespaced_pod(f"q-{index}", namespace, patch)
+    hpa = _hpa("q", 10, 0)
+    hpa["spec"]["metrics"] = [
+        {
+            "type": "Pods",
+            "pods": {"metric": {"name": "queue"}, "target": {"type": "AverageValue", "averageValue": "10"}},
+        }
+    ]
+    await client.AutoscalingV2Api(api_client).create_namespaced_horizontal_pod_autoscaler(namespace, hpa)
+    await _replicas_become(api_client, namespace, "q", 6, poll)
+    status = (
+        await client.AutoscalingV2Api(api_client).read_namespaced_horizontal_pod_autoscaler("q", namespace)
+    ).status
+    assert status.current_metrics[0].pods.current.average_value == "30"
