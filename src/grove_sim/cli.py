@@ -116,6 +116,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve HTTPS with a CA of the cluster's own; the kubeconfig carries it as certificate-authority-data",
     )
+    up.add_argument(
+        "--default-scheduler",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="bind pods naming default-scheduler (or no scheduler) as kube-scheduler would (default on)",
+    )
+    up.add_argument(
+        "--hpa-controller",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="scale the targets of HorizontalPodAutoscalers from the pods' simulated usage (default on)",
+    )
+    up.add_argument(
+        "--hpa-sync-period",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds between two syncs of each HorizontalPodAutoscaler (default 15)",
+    )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
@@ -161,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         authorization_mode=args.authorization_mode,
         faults=args.faults,
         tls=args.tls,
+        default_scheduler=args.default_scheduler,
+        hpa_controller=args.hpa_controller,
+        hpa_sync_period=args.hpa_sync_period,
     )
     asyncio.run(_serve(args, options))
     return 0

@@ -25,6 +25,12 @@ from grove_sim.controllers.gc import GarbageCollector
 from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
 from grove_sim.controllers.namespaces import NamespaceController
 from grove_sim.controllers.tokens import TokenController
+from grove_sim.controllers.workloads.autoscaler import Autoscaler
+from grove_sim.controllers.workloads.deployments import DeploymentController
+from grove_sim.controllers.workloads.disruption import DisruptionController
+from grove_sim.controllers.workloads.metrics import MetricsApi
+from grove_sim.controllers.workloads.replicasets import ReplicaSetController
+from grove_sim.controllers.workloads.scheduler import DefaultScheduler
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.http.app import make_app
 from grove_sim.http.audit import AuditLog
@@ -68,6 +74,14 @@ class SimOptions:
     """Factor applied to probe delays and periods of containers run as processes (tests use a fast clock)."""
     tls: bool = False
     """Serve HTTPS with a certificate signed by a CA of the cluster's own (kubeconfigs carry the CA)."""
+    default_scheduler: bool = False
+    """Run the built-in scheduler for pods naming ``default-scheduler`` (``grove-sim up`` turns it on)."""
+    hpa_controller: bool = False
+    """Run the HorizontalPodAutoscaler controller (``grove-sim up`` turns it on): off, HPAs are stored and served
+    but nothing acts on them, as in a cluster whose controller manager runs without it."""
+    hpa_sync_period: float = 15.0
+    """Seconds between two syncs of each HorizontalPodAutoscaler (kube-controller-manager's
+    ``--horizontal-pod-autoscaler-sync-period``)."""
 
 
 def write_kubeconfig(
@@ -105,6 +119,14 @@ class SimServer:
         self.gc = GarbageCollector(self.core)
         self.namespaces = NamespaceController(self.core)
         self.endpoints = EndpointsController(self.core)
+        self.deployments = DeploymentController(self.core)
+        self.replicasets = ReplicaSetController(self.core)
+        self.disruption = DisruptionController(self.core)
+        self.metrics = MetricsApi(self.core)
+        self.autoscaler = (
+            Autoscaler(self.core, sync_period=self.options.hpa_sync_period) if self.options.hpa_controller else None
+        )
+        self.scheduler = DefaultScheduler(self.core) if self.options.default_scheduler else None
         self.kubelet = Kubelet(
             self.core,
             KubeletOptions(
@@ -147,7 +169,19 @@ class SimServer:
                     self.core.create(info, "", obj)
 
     def _queues(self) -> list[WorkQueue[Any]]:
-        return [self.gc.queue, self.namespaces.queue, self.tokens.queue, self.endpoints.queue, *self.kubelet.queues()]
+        return [
+            self.gc.queue,
+            self.namespaces.queue,
+            self.tokens.queue,
+            self.endpoints.queue,
+            *self.kubelet.queues(),
+            *self._workload_queues(),
+        ]
+
+    def _workload_queues(self) -> list[WorkQueue[Any]]:
+        queues: list[WorkQueue[Any]] = [self.deployments.queue, self.replicasets.queue, self.disruption.queue]
+        queues += [c.queue for c in (self.scheduler, self.autoscaler) if c is not None]
+        return queues
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Start controllers, seed the cluster and listen; returns the base URL."""
@@ -185,8 +219,10 @@ class SimServer:
         return context
 
     def idle(self) -> bool:
-        """True when no controller has pending work (tests use it to wait for quiescence)."""
-        return all(q.idle() for q in self._queues())
+        """True when no controller has pending work (tests use it to wait for quiescence); the HPAs' periodic
+        resyncs are always scheduled and do not count."""
+        periodic = self.autoscaler.queue if self.autoscaler is not None else None
+        return all(q.idle() for q in self._queues() if q is not periodic)
 
     async def stop(self) -> None:
         """End watch streams, stop serving, stop controllers."""

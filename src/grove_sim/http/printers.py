@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-__all__ = ["PRINTERS", "Column", "Printer", "parse_time"]
+__all__ = ["PRINTERS", "Column", "Printer", "field_at", "object_name", "parse_time"]
 
 Column = dict[str, Any]
 Ager = Callable[[Any], str]  # timestamp string (or None) -> human age
@@ -57,6 +57,11 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Pods
+
+
+field_at = _get
+"""Public name of ``_get`` for the printers of other kinds."""
+object_name = _name
 
 
 def _restartable_init(container: Mapping[str, Any] | None) -> bool:

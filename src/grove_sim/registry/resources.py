@@ -93,6 +93,33 @@ def _access_reviews() -> list[ResourceInfo]:
     ]
 
 
+_REPLICAS_SCALE: dict[str, str] = {
+    "specReplicasPath": ".spec.replicas",
+    "statusReplicasPath": ".status.replicas",
+    "labelSelectorPath": ".spec.selector",
+}
+
+
+def workload_resources() -> list[ResourceInfo]:
+    """Workload kinds: Deployments and ReplicaSets (with ``/scale``), disruption budgets, and the read-only
+    ``metrics.k8s.io`` views that a metrics-server would serve (computed, never stored)."""
+    deployments = _builtin(
+        "apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), ("status", "scale"), generation=True
+    )
+    replicasets = _builtin(
+        "apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",), ("status", "scale"), generation=True
+    )
+    deployments.scale = replicasets.scale = dict(_REPLICAS_SCALE)
+    return [
+        deployments,
+        replicasets,
+        _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), (), ("status",),
+                 generation=True),
+        _builtin("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True, verbs=("get", "list")),
+        _builtin("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False, verbs=("get", "list")),
+    ]  # fmt: skip
+
+
 def builtin_resources() -> list[ResourceInfo]:
     """The built-in kinds every simulated cluster serves (apiserver-notes §7)."""
     return [
@@ -123,6 +150,7 @@ def builtin_resources() -> list[ResourceInfo]:
             "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, ("hpa",), ("all",),
             ("status",), generation=True,
         ),
+        *workload_resources(),
         _builtin(
             "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
             ("crd", "crds"), ("api-extensions",), ("status",), generation=True,
