@@ -104,12 +104,35 @@ class GangSource:
         meta = podgang.get("metadata") or {}
         return self.pods_of(GangKey(str(meta.get("namespace", "")), str(meta.get("name", ""))), podgang)
 
-    def priority_of(self, name: str) -> int | None:
-        """Value of a PriorityClass, if the informer knows it (and it is a number)."""
+    def pod(self, namespace: str, name: str) -> Obj | None:
+        """A pod as the informer knows it."""
+        return self.informers.get(PODS, ObjectKey(namespace, name))
+
+    def _priority_class(self, name: str) -> Obj | None:
         try:
-            pc = self.informers.get(PRIORITYCLASSES, ObjectKey("", name))
+            return self.informers.get(PRIORITYCLASSES, ObjectKey("", name))
         except KeyError:
             return None
+
+    def preemption_policy(self, key: GangKey, pod: Obj | None = None) -> str:
+        """`preemptionPolicy` of the PodGang's class, else the pod's `spec.preemptionPolicy` (set from its class
+        at admission), else its class's; `PreemptLowerPriority` when none says."""
+        spec = (pod or {}).get("spec") or {}
+        podgang_class = ((self.podgang(key) or {}).get("spec") or {}).get("priorityClassName")
+        for found in (
+            (self._priority_class(str(podgang_class)) or {}).get("preemptionPolicy") if podgang_class else None,
+            spec.get("preemptionPolicy"),
+            (self._priority_class(str(spec["priorityClassName"])) or {}).get("preemptionPolicy")
+            if spec.get("priorityClassName")
+            else None,
+        ):
+            if found in ("Never", "PreemptLowerPriority"):
+                return str(found)
+        return "PreemptLowerPriority"
+
+    def priority_of(self, name: str) -> int | None:
+        """Value of a PriorityClass, if the informer knows it (and it is a number)."""
+        pc = self._priority_class(name)
         return None if pc is None else _number(pc.get("value") or 0)
 
     def gang_priority(self, key: GangKey, pod: Obj | None = None) -> int:

@@ -1,0 +1,155 @@
+"""Victim selection: whole gangs only, strictly lower priority, minimal under the stated order, topology-aware.
+
+The brute force enumerates every subset of candidate gangs and asks placement whether the preemptor then fits;
+it shares nothing with the selection but `place` (the oracle both use for "fits").
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from placement_kit import counts_of, gang, group, node, violations
+
+from grove_sched.gangs import GangKey
+from grove_sched.model import GPU, RACK_KEY, BoundPod, GangRequest, NodeInfo
+from grove_sched.placement import Snapshot
+from grove_sched.preemption import PreemptionOptions, VictimGang, fits, select_victims
+
+OPTIONS = PreemptionOptions()
+
+
+def victim(name: str, priority: int, placed: Sequence[tuple[str, int]]) -> VictimGang:
+    """A gang `name` with one pod per (node, GPUs) entry."""
+    pods = tuple(
+        BoundPod(f"{name}-{i}", "default", where, {"gang": name}, {GPU: gpus}) for i, (where, gpus) in enumerate(placed)
+    )
+    return VictimGang(GangKey("default", name), priority, pods)
+
+
+def preemptor(pods: int, gpus: int, priority: int, required: str | None = None) -> GangRequest:
+    request = gang(group("p", pods, gpu=gpus, cpu=0), required=required)
+    return GangRequest(request.name, request.namespace, request.groups, priority, request.topology)
+
+
+def snapshot_of(nodes: Sequence[NodeInfo], victims: Sequence[VictimGang]) -> Snapshot:
+    return Snapshot.build(list(nodes), [pod for v in victims for pod in v.pods])
+
+
+def brute_force(snapshot: Snapshot, request: GangRequest, victims: Sequence[VictimGang]) -> tuple[int, int, int] | None:
+    """The best (highest victim priority, victim gangs, GPUs) over every subset that lets the preemptor fit."""
+    lower = [v for v in victims if v.priority < request.priority]
+    best: tuple[int, int, int] | None = None
+    for size in range(1, len(lower) + 1):
+        for subset in itertools.combinations(lower, size):
+            cost = (max(v.priority for v in subset), size, sum(v.gpus for v in subset))
+            if best is not None and cost >= best:
+                continue
+            if fits(snapshot, request, subset, OPTIONS.placement) is not None:
+                best = cost
+    return best
+
+
+def test_takes_the_lowest_priority_whole_gang_that_frees_one_rack() -> None:
+    """Two racks of two 8-GPU nodes, full: a 2x8 gang needing one rack evicts the two-pod gang of priority 1 in
+    rack r1 (whole), not the priority-2 gang in r0, nor single pods scattered over both racks."""
+    nodes = [node("a0", "r0"), node("a1", "r0"), node("b0", "r1"), node("b1", "r1")]
+    victims = [
+        victim("mid", 2, [("a0", 8), ("a1", 8)]),
+        victim("low", 1, [("b0", 8), ("b1", 8)]),
+    ]
+    snapshot = snapshot_of(nodes, victims)
+    chosen = select_victims(snapshot, preemptor(2, 8, 5, RACK_KEY), victims, OPTIONS)
+    assert chosen is not None
+    assert [v.key.name for v in chosen.victims] == ["low"]
+    assert chosen.domain == "r1"
+    assert set(chosen.placement.assignments.values()) == {"b0", "b1"}
+
+
+def test_prefers_one_gang_over_two_smaller_ones_of_the_same_priority() -> None:
+    """Fewest victim gangs before fewest GPUs: one 16-GPU gang rather than two 4-GPU ones in the other rack."""
+    nodes = [node("a0", "r0", gpu=8), node("b0", "r1", gpu=8), node("b1", "r1", gpu=8)]
+    victims = [
+        victim("small-1", 1, [("a0", 4)]),
+        victim("small-2", 1, [("a0", 4)]),
+        victim("big", 1, [("b0", 8), ("b1", 8)]),
+    ]
+    chosen = select_victims(snapshot_of(nodes, victims), preemptor(1, 8, 3, RACK_KEY), victims, OPTIONS)
+    assert chosen is not None
+    assert [v.key.name for v in chosen.victims] == ["big"]
+
+
+def test_equal_or_higher_priority_gangs_are_never_victims() -> None:
+    nodes = [node("a0", "r0")]
+    victims = [victim("same", 3, [("a0", 8)])]
+    assert select_victims(snapshot_of(nodes, victims), preemptor(1, 8, 3), victims, OPTIONS) is None
+
+
+def test_none_when_evicting_everything_would_not_help() -> None:
+    nodes = [node("a0", "r0"), node("b0", "r1")]
+    victims = [victim("v", 0, [("a0", 8)])]
+    assert select_victims(snapshot_of(nodes, victims), preemptor(2, 8, 3, RACK_KEY), victims, OPTIONS) is None
+
+
+def test_greedy_fallback_finds_a_minimal_set_too() -> None:
+    """With CP-SAT off, the reprieve keeps only what is needed."""
+    nodes = [node("a0", "r0"), node("a1", "r0")]
+    victims = [victim("x", 0, [("a0", 8)]), victim("y", 0, [("a1", 4)]), victim("z", 0, [("a1", 4)])]
+    chosen = select_victims(
+        snapshot_of(nodes, victims), preemptor(1, 8, 1), victims, PreemptionOptions(use_cpsat=False)
+    )
+    assert chosen is not None
+    assert chosen.path == "greedy"
+    assert [v.key.name for v in chosen.victims] == ["x"]
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[NodeInfo], list[VictimGang], GangRequest]:
+    racks = draw(st.integers(1, 2))
+    per_rack = draw(st.integers(1, 3))
+    nodes = [node(f"n{r}{i}", f"r{r}") for r in range(racks) for i in range(per_rack)]
+    free = {n.name: 8 for n in nodes}
+    victims: list[VictimGang] = []
+    for k in range(draw(st.integers(1, 5))):
+        placed = []
+        for _ in range(draw(st.integers(1, 3))):
+            where = draw(st.sampled_from([n.name for n in nodes]))
+            gpus = draw(st.sampled_from([1, 2, 4, 8]))
+            if free[where] >= gpus:
+                free[where] -= gpus
+                placed.append((where, gpus))
+        if placed:
+            victims.append(victim(f"v{k}", draw(st.integers(0, 3)), placed))
+    request = preemptor(
+        draw(st.integers(1, 3)),
+        draw(st.sampled_from([2, 4, 8])),
+        draw(st.integers(1, 4)),
+        draw(st.sampled_from([None, RACK_KEY])),
+    )
+    return nodes, victims, request
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_selection_is_whole_lower_valid_and_no_worse_than_brute_force(
+    scenario: tuple[list[NodeInfo], list[VictimGang], GangRequest],
+) -> None:
+    nodes, victims, request = scenario
+    snapshot = snapshot_of(nodes, victims)
+    chosen = select_victims(snapshot, request, victims, OPTIONS)
+    best = brute_force(snapshot, request, victims)
+    if chosen is None:
+        assert best is None
+        return
+    assert best is not None
+    by_key = {v.key: v for v in victims}
+    for v in chosen.victims:
+        assert v.priority < request.priority
+        assert v.pods == by_key[v.key].pods  # every pod of the gang, never part of it
+    cost = chosen.cost
+    assert (cost.max_priority, cost.gangs, cost.gpus) <= best
+    gone = {v.key for v in chosen.victims}
+    left = [p for v in victims if v.key not in gone for p in v.pods]
+    assert violations(nodes, left, request, counts_of(request, chosen.placement)) == []
