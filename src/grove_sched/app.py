@@ -68,10 +68,16 @@ class SchedulerApp:
 
 
 def build(
-    config: SchedulerConfig, client: Client, *, clock: Clock | None = None, post_filter: PostFilter | None = None
+    config: SchedulerConfig,
+    client: Client,
+    *,
+    clock: Clock | None = None,
+    post_filter: PostFilter | None = None,
+    victim_remover: VictimRemover | None = None,
 ) -> SchedulerApp:
     """Assemble a scheduler process against `client` (`post_filter`: what runs after an Unschedulable placement;
-    by default preemption, unless `config.preemption` is off)."""
+    by default preemption, unless `config.preemption` is off; `victim_remover`: how it removes victims, by default
+    as `config.preemption_eviction` says)."""
     clock = clock or LoopClock()
     registry = CollectorRegistry()
     informers = Cache(client, clock=clock)
@@ -88,12 +94,11 @@ def build(
     source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_name)
     events = GangEvents(recorder)
     pod_status = PodStatusWriter(client, clock)
+    preemptor: Preemptor | None = None
     if post_filter is None and config.preemption:
-        remover: VictimRemover = DeleteVictims(client)
-        if config.preemption_eviction == "evict" and isinstance(client, KubeClient):
-            remover = EvictVictims(client)
+        remover = victim_remover or _remover(config, client)
         options = PreemptionOptions(placement=config.placement)
-        post_filter = Preemptor(source, remover, events, pod_status, metrics, options=options, clock=clock)
+        post_filter = preemptor = Preemptor(source, remover, events, pod_status, metrics, options=options, clock=clock)
     scheduler = Scheduler(
         source,
         Binder(client, config.bind_concurrency, leading),
@@ -129,6 +134,8 @@ def build(
         metrics=ControllerMetrics("grove_scheduler", registry),
     )
     scheduler.set_status_trigger(status.enqueue)
+    if preemptor is not None:
+        preemptor.on_preempted = scheduler.record_preempted
     pods.add_handler(PodEvents(scheduler, status.enqueue))
     nodes.add_handler(NodeEvents(scheduler))
     podgangs.add_handler(PodGangEvents(scheduler, status.enqueue))
@@ -147,3 +154,10 @@ def build(
     manager.add(runnable)
     manager.add(status)
     return SchedulerApp(manager, scheduler, runnable, status, metrics)
+
+
+def _remover(config: SchedulerConfig, client: Client) -> VictimRemover:
+    """Graceful DELETE, or the Eviction API when configured (it needs the raw request of `KubeClient`)."""
+    if config.preemption_eviction == "evict" and isinstance(client, KubeClient):
+        return EvictVictims(client)
+    return DeleteVictims(client)

@@ -65,6 +65,7 @@ from grove_sched.placement import Snapshot, assumed_pods, place
 from grove_sched.pod_status import PodStatusWriter
 from grove_sched.podgang_status import (
     REASON_INVALID,
+    REASON_PREEMPTED,
     REASON_SCHEDULED,
     REASON_UNSCHEDULABLE,
     ScheduledState,
@@ -147,6 +148,14 @@ class Scheduler:
         self._last_reasons.pop(key, None)
         if not key.single:
             self.book.drop(ObjectKey(key.namespace, key.name))
+
+    def record_preempted(self, key: GangKey, message: str) -> None:
+        """A gang was preempted: its PodGang's `Scheduled` condition turns False with reason Preempted."""
+        self._last_reasons.pop(key, None)
+        if not key.single:
+            okey = ObjectKey(key.namespace, key.name)
+            self.book.record(okey, ScheduledState(False, REASON_PREEMPTED, message))
+            self._status_changed(okey)
 
     def node_set_aside(self, node: Obj, reason: str) -> None:
         """The cache set a node aside: log it, and record a Warning Event on it while this process schedules."""

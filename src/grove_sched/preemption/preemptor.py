@@ -10,7 +10,8 @@ One attempt (after placement said Unschedulable, on the same snapshot):
    already preempted for this preemptor); `select_victims` chooses whole gangs (see `victims`);
 4. the preemptor is nominated (`Nominations`) before any victim is touched, then each victim pod gets the
    `DisruptionTarget` condition and is removed through the `VictimRemover` (graceful DELETE, or the Eviction API),
-   victims get a `Preempted` Event naming the preemptor, the preemptor a `Preempting` Event listing its victims.
+   victims get a `Preempted` Event naming the preemptor (and their PodGang `Scheduled=False`, reason Preempted,
+   through `on_preempted`), the preemptor a `Preempting` Event listing its victims.
 
 The status returned stays Unschedulable (the preemptor waits for the victims' deletions, which wake it), with the
 preemption among the reasons, so the PodGang condition and the pods' `PodScheduled` say what happens.
@@ -19,7 +20,7 @@ preemption among the reasons, so the PodGang condition and the pods' `PodSchedul
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -65,6 +66,8 @@ class Preemptor:
         self.options = options or PreemptionOptions()
         self.clock = clock or LoopClock()
         self.nominations = Nominations()
+        self.on_preempted: Callable[[GangKey, str], None] = lambda _key, _message: None
+        """Called per victim gang (the app records its PodGang's `Scheduled=False`, reason Preempted)."""
 
     # --- the PostFilter protocol --------------------------------------------------------------------------------
 
@@ -175,6 +178,7 @@ class Preemptor:
         await asyncio.gather(*work)
 
     async def _remove(self, victim: VictimGang, pods: list[Obj], message: str) -> None:
+        self.on_preempted(victim.key, message)
         podgang = None if victim.key.single else self.source.podgang(victim.key)
         await self.events.preempted(podgang, pods, message)
         for pod in pods:
