@@ -5,7 +5,9 @@ One attempt (after placement said Unschedulable, on the same snapshot):
 
 1. a preemptor whose priority class says `preemptionPolicy: Never` waits like any other gang;
 2. a preemptor with a live nomination whose victims still exist waits for them (no second preemption, no loop);
-   once they are gone and it still does not fit, its nomination is released and it is evaluated afresh;
+   once they are gone and it still does not fit, its nomination is released and it is evaluated afresh (so too
+   after `victim_timeout` seconds, when a victim's removal was refused, e.g. by a disruption budget; gangs already
+   preempted for it are never chosen again);
 3. candidates are the gangs with bound pods of strictly lower priority (no gang with a binding in flight, none
    already preempted for this preemptor); `select_victims` chooses whole gangs (see `victims`);
 4. the preemptor is nominated (`Nominations`) before any victim is touched, then each victim pod gets the
@@ -93,7 +95,7 @@ class Preemptor:
         live = self.nominations.get(key)
         if live is not None:
             left = [p for p in live.victim_pods if self._exists(p)]
-            if left:
+            if left and self.clock.monotonic() - live.since < self.options.victim_timeout:
                 self.metrics.preemption_attempts.labels(result="waiting").inc()
                 gangs = ", ".join(str(g) for g in live.victim_gangs)
                 return _with(status, f"waiting for {len(left)} pod(s) of preempted gang(s) {gangs} to terminate")

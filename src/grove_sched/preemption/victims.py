@@ -88,6 +88,8 @@ class PreemptionOptions:
     """CP-SAT budget per domain in deterministic seconds (a wall-clock limit would make answers load-dependent)."""
     use_cpsat: bool = True
     """False: the greedy reprieve only (the baseline)."""
+    victim_timeout: float = 300.0
+    """Seconds a preemptor waits for its victims to go before it is evaluated afresh."""
 
 
 def fits(
