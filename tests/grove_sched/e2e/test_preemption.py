@@ -119,7 +119,8 @@ async def test_equal_priority_and_never_policy_do_not_preempt(cluster: SimCluste
             for pod in await gang_pods(client, name):
                 for cond in (pod.get("status") or {}).get("conditions") or ():
                     if cond.get("type") == "PodScheduled" and words in str(cond.get("message")):
-                        return dict(cond)
+                        found: Obj = dict(cond)
+                        return found
             return None
 
         peer = await eventually(lambda: said_why("peer", "preemption cannot help"))
@@ -159,7 +160,7 @@ async def test_capacity_freed_for_a_preemptor_is_not_taken_by_a_later_gang(
 
         async def nominated() -> dict[str, str]:
             pods = await gang_pods(client, "high")
-            found = {p["metadata"]["name"]: (p.get("status") or {}).get("nominatedNodeName") for p in pods}
+            found = {p["metadata"]["name"]: str((p.get("status") or {}).get("nominatedNodeName") or "") for p in pods}
             return found if len(held.held) == 2 and all(found.values()) else {}
 
         nodes = await eventually(nominated)

@@ -4,6 +4,7 @@ victim's pods, recreated by the operator, wait (none is left running) and say wh
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,17 @@ def priority_class(name: str, value: int) -> Obj:
 def kubectl_apply(env: dict[str, str], *objects: Obj) -> None:
     document = yaml.safe_dump_all(objects)
     subprocess.run([KUBECTL, "apply", "-f", "-"], input=document, env=env, check=True, capture_output=True, text=True)
+
+
+async def kubectl_get_pods(env: dict[str, str], selector: str) -> str:
+    """`kubectl get pods -l selector` as printed."""
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL, "get", "pods", "-l", selector, "--no-headers",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
 
 
 async def bound_by_pcs(client: KubeClient) -> dict[str, dict[str, str]]:
@@ -97,9 +109,6 @@ async def test_high_priority_podcliqueset_preempts_one_whole_gang(
             return None
 
         assert "preemption cannot help" in await eventually(victim_says_why, limit=120)
-        pods = subprocess.run(
-            [KUBECTL, "get", "pods", "-l", f"app.kubernetes.io/part-of={evicted[0]}", "--no-headers"],
-            env=kube_env, check=True, capture_output=True, text=True,
-        ).stdout  # fmt: skip
+        pods = await kubectl_get_pods(kube_env, f"app.kubernetes.io/part-of={evicted[0]}")
         assert "SchedulingGated" not in pods
         assert "Pending" in pods
