@@ -15,8 +15,9 @@ the cluster that evolve separately, in the same run:
 
 Reported per method: gangs admitted, GPUs evicted per GPU admitted, victim gangs left partially running (pods of
 a gang below its minimum are useless to a gang workload) and the GPUs they hold, and the decision time per
-arrival in CPU time (victim search plus the preemptor's placement; CPU, not wall, so a busy machine does not skew it; victims' termination is the same for both and not
-modelled). Deterministic per seed. Run: `python -m benchmarks.preemption [--gangs 30] [--seed 0]`.
+arrival (victim search plus the preemptor's placement) in CPU time, not wall time, so a busy machine does not skew
+it; the victims' termination is the same for both and not modelled. Deterministic per seed.
+Run: `python -m benchmarks.preemption [--gangs 30] [--seed 0]`.
 """
 
 from __future__ import annotations
