@@ -9,7 +9,8 @@ One attempt (after placement said Unschedulable, on the same snapshot):
    after `victim_timeout` seconds, when a victim's removal was refused, e.g. by a disruption budget; gangs already
    preempted for it are never chosen again);
 3. candidates are the gangs with bound pods of strictly lower priority (no gang with a binding in flight, none
-   already preempted for this preemptor); `select_victims` chooses whole gangs (see `victims`);
+   already preempted for this preemptor), each whole and, where it runs pods above a PodGroup's `minReplicas`,
+   also those extras alone; `select_victims` chooses (see `victims`);
 4. the preemptor is nominated (`Nominations`) before any victim is touched, then each victim pod gets the
    `DisruptionTarget` condition and is removed through the `VictimRemover` (graceful DELETE, or the Eviction API),
    victims get a `Preempted` Event naming the preemptor (and their PodGang `Scheduled=False`, reason Preempted,
@@ -135,7 +136,28 @@ class Preemptor:
             if owner not in priority:
                 priority[owner] = self.source.gang_priority(owner, obj)
             pods.setdefault(owner, []).append(bound)
-        return [VictimGang(k, priority[k], tuple(v)) for k, v in sorted(pods.items()) if k not in busy]
+        found: list[VictimGang] = []
+        for owner, running in sorted(pods.items()):
+            if owner in busy:
+                continue
+            found.append(VictimGang(owner, priority[owner], tuple(running)))
+            extras = self._extras(owner, running)
+            if extras:
+                found.append(VictimGang(owner, priority[owner], extras, whole=False))
+        return found
+
+    def _extras(self, owner: GangKey, bound: list[BoundPod]) -> tuple[BoundPod, ...]:
+        """A gang's bound pods above each PodGroup's minReplicas (the highest names), which it can lose alone."""
+        if owner.single:
+            return ()
+        extras: list[BoundPod] = []
+        for group in ((self.source.podgang(owner) or {}).get("spec") or {}).get("podgroups") or ():
+            names = {str(ref.get("name")) for ref in group.get("podReferences") or ()}
+            members = sorted((p for p in bound if p.name in names), key=lambda p: p.name)
+            minimum = group.get("minReplicas")
+            if isinstance(minimum, int) and not isinstance(minimum, bool) and 0 <= minimum < len(members):
+                extras.extend(members[minimum:])
+        return tuple(extras)
 
     async def _preempt(self, gang: ReadyGang, selection: Selection) -> None:
         """Nominate the preemptor, then mark, announce and remove every victim pod."""
@@ -166,9 +188,12 @@ class Preemptor:
         work = []
         for victim in selection.victims:
             objs = [o for o in (self.source.pod(p.namespace, p.name) for p in victim.pods) if o is not None]
-            message = f"{why}; this gang has priority {victim.priority}"
-            work.append(self._remove(victim, objs, message))
-        names = ", ".join(f"{v.key} ({len(v.pods)} pod(s), priority {v.priority})" for v in selection.victims)
+            what = "this gang" if victim.whole else "these pods above this gang's minimum"
+            work.append(self._remove(victim, objs, f"{why}; {what} had priority {victim.priority}"))
+        names = ", ".join(
+            f"{v.key} ({len(v.pods)} {'pod(s)' if v.whole else 'extra pod(s)'}, priority {v.priority})"
+            for v in selection.victims
+        )
         podgang = None if key.single else self.source.podgang(key)
         work.append(
             self.events.preempting(
@@ -180,8 +205,10 @@ class Preemptor:
         await asyncio.gather(*work)
 
     async def _remove(self, victim: VictimGang, pods: list[Obj], message: str) -> None:
-        self.on_preempted(victim.key, message)
-        podgang = None if victim.key.single else self.source.podgang(victim.key)
+        podgang = None
+        if victim.whole:
+            self.on_preempted(victim.key, message)
+            podgang = None if victim.key.single else self.source.podgang(victim.key)
         await self.events.preempted(podgang, pods, message)
         for pod in pods:
             if self.pod_status is not None:

@@ -5,8 +5,12 @@ out). The real placement function `place` is the oracle of "fits": a victim set 
 finds the preemptor a placement on the snapshot without the victims' pods, so every constraint placement honours
 (filters, affinity, required and preferred topology) is honoured here too.
 
-Victims are whole gangs: every bound pod of a chosen gang is evicted, never part of one. Only gangs of strictly
-lower priority are candidates. Among acceptable sets the choice minimises, lexicographically (`Cost`):
+Victims are whole gangs: every bound pod of a chosen gang is evicted, never part of one. The one exception keeps
+gangs whole too: a gang running pods above its minimum offers those extras as a candidate of their own
+(`whole=False`; they are best effort, so taking them leaves the gang at its minimum), which counts towards the
+priority and GPU tiers but not the number of victim gangs, so extras go before whole gangs of the same priority.
+Only gangs of strictly lower priority are candidates. Among acceptable sets the choice minimises,
+lexicographically (`Cost`):
 
 1. the highest victim priority: the lowest priority threshold whose gangs, all evicted, let the preemptor fit;
 2. the number of victim gangs, then 3. the GPUs evicted: per candidate domain of the preemptor's required
@@ -42,6 +46,8 @@ class VictimGang:
     key: GangKey
     priority: int
     pods: tuple[BoundPod, ...]
+    whole: bool = True
+    """False: only the gang's pods above its minimum, taken without breaking the gang."""
 
     @property
     def gpus(self) -> int:
@@ -123,15 +129,15 @@ def select_victims(
     return best
 
 
-def _order(victim: VictimGang) -> tuple[int, int, GangKey]:
-    """Cheapest to evict first: lower priority, fewer GPUs, then by key (determinism)."""
-    return victim.priority, victim.gpus, victim.key
+def _order(victim: VictimGang) -> tuple[int, bool, int, GangKey]:
+    """Cheapest to evict first: lower priority, extras before whole gangs, fewer GPUs, then by key (determinism)."""
+    return victim.priority, victim.whole, victim.gpus, victim.key
 
 
 def _cost(victims: Sequence[VictimGang], placement: Placement) -> Cost:
     return Cost(
         max(v.priority for v in victims),
-        len(victims),
+        sum(1 for v in victims if v.whole),
         sum(v.gpus for v in victims),
         placement.objective.preferred_domain_violations,
     )
@@ -154,7 +160,7 @@ def _domains(
         rows = np.flatnonzero(column == d)
         nodes = frozenset(snapshot.node_names[i] for i in rows)
         free = int(np.maximum(snapshot.free[rows, gpu], 0).sum()) if gpu is not None else 0
-        freeable = sum(int(p.requests.get(GPU, 0)) for v in allowed for p in v.pods if p.node in nodes)
+        freeable = sum(int(p.requests.get(GPU, 0)) for v in allowed if v.whole for p in v.pods if p.node in nodes)
         if free + freeable >= need:
             ranked.append((max(need - free, 0), name, nodes))
     ranked.sort(key=lambda item: (item[0], item[1]))
@@ -192,12 +198,13 @@ def _reprieve(
     snapshot: Snapshot, request: GangRequest, inside: Sequence[VictimGang], opts: PreemptionOptions, name: str
 ) -> Selection | None:
     """Start with every candidate evicted; give back victims while the preemptor still fits: higher priority first
-    (as kube-scheduler), and within a priority the smaller gangs first (fewer victim gangs is the next tier)."""
+    (as kube-scheduler), and within a priority whole gangs before extras (fewer victim gangs is the next tier), the
+    smaller first."""
     chosen = list(inside)
     placement = fits(snapshot, request, chosen, opts.placement)
     if placement is None:
         return None
-    for victim in sorted(inside, key=lambda v: (-v.priority, v.gpus, v.key)):
+    for victim in sorted(inside, key=lambda v: (-v.priority, not v.whole, v.gpus, v.key)):
         rest = [c for c in chosen if c is not victim]
         if not rest:
             break
@@ -253,8 +260,12 @@ def _model(
                 continue
             gain = [chosen[k] * amount for k, amount in freeing.get((i, col), [])]
             model.add(sum(used) <= max(int(snapshot.free[i, col]), 0) + sum(gain))
+    for key in {v.key for v in inside}:
+        same = [chosen[k] for k, v in enumerate(inside) if v.key == key]
+        if len(same) > 1:
+            model.add(sum(same) <= 1)  # the whole gang includes its extras
     total = sum(v.gpus for v in inside) + 1
-    model.minimize(sum(chosen[k] * (total + victim.gpus) for k, victim in enumerate(inside)))
+    model.minimize(sum(chosen[k] * (total * victim.whole + victim.gpus) for k, victim in enumerate(inside)))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = opts.placement.random_seed

@@ -192,3 +192,32 @@ async def test_capacity_freed_for_a_preemptor_is_not_taken_by_a_later_gang(
         assert await eventually(high_bound) == nodes
         assert await bound_nodes(client, "late") == {}
         assert len(app.scheduler.post_filter.reserved(GangKey("default", "late"), 0)) == 0
+
+
+async def test_extra_pods_above_a_minimum_go_before_a_whole_gang(cluster: SimCluster, client: KubeClient) -> None:
+    """Three low gangs of two pods and an elastic gang (two pods, minimum one) fill the cluster; a high-priority
+    one-pod gang takes the elastic gang's extra pod, which leaves that gang at its minimum, running."""
+    await priority_class(client, "batch", 10)
+    async with running_scheduler(cluster.kubeconfig):
+        for name in FILLERS[:3]:
+            await make_gang(client, name, {"w": (2, 2, 8)}, required=RACK, priority_class="batch")
+        await make_gang(client, "elastic", {"w": (2, 1, 8)}, priority_class="batch")
+
+        async def full() -> bool:
+            counts = [len(await bound_nodes(client, name)) for name in (*FILLERS[:3], "elastic")]
+            return counts == [2, 2, 2, 2]
+
+        await eventually(full)
+        await priority_class(client, "inference", 1000)
+        await make_gang(client, "one", {"w": (1, 1, 8)}, priority_class="inference")
+
+        async def one_bound() -> bool:
+            return len(await bound_nodes(client, "one")) == 1
+
+        await eventually(one_bound)
+        assert len(await bound_nodes(client, "elastic")) == 1
+        for name in FILLERS[:3]:
+            assert len(await bound_nodes(client, name)) == 2
+        cond = await scheduled_condition(client, "elastic")
+        assert cond is not None
+        assert cond["reason"] != "Preempted"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from placement_kit import counts_of, gang, group, node, violations
 
@@ -29,13 +29,19 @@ def victim(name: str, priority: int, placed: Sequence[tuple[str, int]]) -> Victi
     return VictimGang(GangKey("default", name), priority, pods)
 
 
+def with_extras(gang: VictimGang, minimum: int) -> list[VictimGang]:
+    """The whole gang, and its pods above `minimum` as a candidate of their own (when there are any)."""
+    extras = gang.pods[minimum:]
+    return [gang, VictimGang(gang.key, gang.priority, extras, whole=False)] if extras else [gang]
+
+
 def preemptor(pods: int, gpus: int, priority: int, required: str | None = None) -> GangRequest:
     request = gang(group("p", pods, gpu=gpus, cpu=0), required=required)
     return GangRequest(request.name, request.namespace, request.groups, priority, request.topology)
 
 
 def snapshot_of(nodes: Sequence[NodeInfo], victims: Sequence[VictimGang]) -> Snapshot:
-    return Snapshot.build(list(nodes), [pod for v in victims for pod in v.pods])
+    return Snapshot.build(list(nodes), [pod for v in victims if v.whole for pod in v.pods])
 
 
 def brute_force(snapshot: Snapshot, request: GangRequest, victims: Sequence[VictimGang]) -> tuple[int, int, int] | None:
@@ -44,7 +50,9 @@ def brute_force(snapshot: Snapshot, request: GangRequest, victims: Sequence[Vict
     best: tuple[int, int, int] | None = None
     for size in range(1, len(lower) + 1):
         for subset in itertools.combinations(lower, size):
-            cost = (max(v.priority for v in subset), size, sum(v.gpus for v in subset))
+            if len({v.key for v in subset}) < size:
+                continue  # a whole gang and its own extras
+            cost = (max(v.priority for v in subset), sum(v.whole for v in subset), sum(v.gpus for v in subset))
             if best is not None and cost >= best:
                 continue
             if fits(snapshot, request, subset, OPTIONS.placement) is not None:
@@ -93,6 +101,20 @@ def test_none_when_evicting_everything_would_not_help() -> None:
     assert select_victims(snapshot_of(nodes, victims), preemptor(2, 8, 3, RACK_KEY), victims, OPTIONS) is None
 
 
+def test_extras_above_a_minimum_go_before_a_whole_gang() -> None:
+    """A gang running 2 pods with minimum 1 gives up its extra pod rather than another gang being evicted whole;
+    the gang keeps its minimum running."""
+    nodes = [node("a0", "r0"), node("a1", "r0")]
+    elastic = victim("elastic", 1, [("a0", 8), ("a1", 8)])
+    victims = [*with_extras(elastic, 1), victim("other", 1, [("a0", 0)])]
+    chosen = select_victims(snapshot_of(nodes, victims), preemptor(1, 8, 3), victims, OPTIONS)
+    assert chosen is not None
+    assert [(v.key.name, v.whole, [p.name for p in v.pods]) for v in chosen.victims] == [
+        ("elastic", False, ["elastic-1"])
+    ]
+    assert chosen.cost.gangs == 0
+
+
 def test_greedy_fallback_finds_a_minimal_set_too() -> None:
     """With CP-SAT off, the reprieve keeps only what is needed."""
     nodes = [node("a0", "r0"), node("a1", "r0")]
@@ -121,7 +143,8 @@ def scenarios(draw: st.DrawFn) -> tuple[list[NodeInfo], list[VictimGang], GangRe
                 free[where] -= gpus
                 placed.append((where, gpus))
         if placed:
-            victims.append(victim(f"v{k}", draw(st.integers(0, 3)), placed))
+            gang = victim(f"v{k}", draw(st.integers(0, 3)), placed)
+            victims += with_extras(gang, draw(st.integers(1, len(placed))))
     request = preemptor(
         draw(st.integers(1, 3)),
         draw(st.sampled_from([2, 4, 8])),
@@ -131,25 +154,29 @@ def scenarios(draw: st.DrawFn) -> tuple[list[NodeInfo], list[VictimGang], GangRe
     return nodes, victims, request
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(scenarios())
 def test_selection_is_whole_lower_valid_and_no_worse_than_brute_force(
     scenario: tuple[list[NodeInfo], list[VictimGang], GangRequest],
 ) -> None:
     nodes, victims, request = scenario
     snapshot = snapshot_of(nodes, victims)
+    assume(fits(snapshot, request, (), OPTIONS.placement) is None)  # preemption runs only for a gang that does not fit
     chosen = select_victims(snapshot, request, victims, OPTIONS)
     best = brute_force(snapshot, request, victims)
     if chosen is None:
         assert best is None
         return
     assert best is not None
-    by_key = {v.key: v for v in victims}
+    whole = {v.key: v for v in victims if v.whole}
+    extras = {v.key: v for v in victims if not v.whole}
     for v in chosen.victims:
         assert v.priority < request.priority
-        assert v.pods == by_key[v.key].pods  # every pod of the gang, never part of it
+        # every pod of the gang, or exactly its pods above the minimum: never a gang below its minimum
+        assert v.pods == (whole if v.whole else extras)[v.key].pods
+    assert len({v.key for v in chosen.victims}) == len(chosen.victims)
     cost = chosen.cost
     assert (cost.max_priority, cost.gangs, cost.gpus) <= best
-    gone = {v.key for v in chosen.victims}
-    left = [p for v in victims if v.key not in gone for p in v.pods]
+    gone = {f"{p.namespace}/{p.name}" for v in chosen.victims for p in v.pods}
+    left = [p for v in whole.values() for p in v.pods if f"{p.namespace}/{p.name}" not in gone]
     assert violations(nodes, left, request, counts_of(request, chosen.placement)) == []
