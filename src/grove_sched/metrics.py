@@ -92,6 +92,11 @@ class SchedulerMetrics:
             "Preemptors holding capacity freed for them (nominations).",
             registry=self.registry,
         )
+        self.oldest_reservation = Gauge(
+            f"{prefix}_preemption_oldest_reservation_seconds",
+            "Age of the oldest reservation still held (0 when none is).",
+            registry=self.registry,
+        )
         self.reservation_age = Histogram(
             f"{prefix}_preemption_reservation_age_seconds",
             "How long a preemptor held its reserved capacity, observed when the reservation ends.",

@@ -69,6 +69,9 @@ class Preemptor:
         self.options = options or PreemptionOptions()
         self.clock = clock or LoopClock()
         self.nominations = Nominations()
+        self.metrics.oldest_reservation.set_function(
+            lambda: max(self.nominations.ages(self.clock.monotonic()), default=0.0)
+        )
         self.on_preempted: Callable[[GangKey, str], None] = lambda _key, _message: None
         """Called per victim gang (the app records its PodGang's `Scheduled=False`, reason Preempted)."""
 

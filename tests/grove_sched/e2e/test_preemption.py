@@ -165,6 +165,7 @@ async def test_capacity_freed_for_a_preemptor_is_not_taken_by_a_later_gang(
 
         nodes = await eventually(nominated)
         victim_nodes = {p["spec"]["nodeName"] for p in held.held}
+        assert app.metrics.registry.get_sample_value("grove_scheduler_preemption_reservations") == 1
         assert set(nodes.values()) == victim_nodes
         first, second = held.held
         await client.delete(PODS, first["metadata"]["name"], "default")
@@ -192,6 +193,9 @@ async def test_capacity_freed_for_a_preemptor_is_not_taken_by_a_later_gang(
         assert await eventually(high_bound) == nodes
         assert await bound_nodes(client, "late") == {}
         assert len(app.scheduler.post_filter.reserved(GangKey("default", "late"), 0)) == 0
+        assert app.metrics.registry.get_sample_value("grove_scheduler_preemption_reservations") == 0
+        assert app.metrics.registry.get_sample_value("grove_scheduler_preemption_oldest_reservation_seconds") == 0
+        assert app.metrics.registry.get_sample_value("grove_scheduler_preemption_reservation_age_seconds_count") == 1
 
 
 async def test_extra_pods_above_a_minimum_go_before_a_whole_gang(cluster: SimCluster, client: KubeClient) -> None:
