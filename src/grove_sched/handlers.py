@@ -126,8 +126,8 @@ class PriorityClassEvents:
         self._s.refresh_priorities()
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        """A changed value."""
-        if old.get("value") != new.get("value"):
+        """A changed value, or a class that became (or stopped being) the global default."""
+        if (old.get("value"), old.get("globalDefault")) != (new.get("value"), new.get("globalDefault")):
             self._s.refresh_priorities()
 
     def on_delete(self, obj: Obj) -> None:

@@ -225,3 +225,26 @@ async def test_extra_pods_above_a_minimum_go_before_a_whole_gang(cluster: SimClu
         cond = await scheduled_condition(client, "elastic")
         assert cond is not None
         assert cond["reason"] != "Preempted"
+
+
+async def test_a_gang_naming_no_class_gets_the_global_default(cluster: SimCluster, client: KubeClient) -> None:
+    """With a globalDefault PriorityClass of 1000, a gang naming no class outranks the batch fillers and preempts."""
+    async with running_scheduler(cluster.kubeconfig):
+        await fill_with_low_gangs(client)
+        await client.create(
+            PRIORITYCLASSES,
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "everyone"},
+                "value": 1000,
+                "globalDefault": True,
+            },
+        )
+        await make_gang(client, "plain", {"w": (2, 2, 8)}, required=RACK)
+
+        async def plain_bound() -> bool:
+            return len(await bound_nodes(client, "plain")) == 2
+
+        await eventually(plain_bound)
+        assert sum([not await gang_pods(client, name) for name in FILLERS]) == 1
