@@ -11,6 +11,7 @@ from grove_runtime.client import KubeClient
 from grove_runtime.resources import EVENTS, PODS, PRIORITYCLASSES
 from grove_sched.cache import PodKey
 from grove_sched.gangs import GangKey
+from grove_sched.podgang_status import PODGANGS
 from grove_sim.testing import SimCluster
 
 from .conftest import BLOCK, RACK, bound_nodes, eventually, gang_pods, make_gang, running_scheduler, scheduled_condition
@@ -248,3 +249,24 @@ async def test_a_gang_naming_no_class_gets_the_global_default(cluster: SimCluste
 
         await eventually(plain_bound)
         assert sum([not await gang_pods(client, name) for name in FILLERS]) == 1
+
+
+async def test_a_preemptor_that_disappears_releases_its_reservation(cluster: SimCluster, client: KubeClient) -> None:
+    """The preemptor's PodGang is deleted while its victims terminate: nothing is held for it any more."""
+    held = HeldRemover()
+    async with running_scheduler(cluster.kubeconfig, victim_remover=held) as app:
+        await fill_with_low_gangs(client)
+        await priority_class(client, "inference", 1000)
+        await make_gang(client, "high", {"w": (2, 2, 8)}, required=RACK, priority_class="inference")
+
+        async def holding() -> bool:
+            return len(held.held) == 2 and len(app.scheduler.post_filter.reserved(GangKey("default", "x"), 0)) == 2
+
+        await eventually(holding)
+        await client.delete(PODGANGS, "high", "default")
+
+        async def released() -> bool:
+            return not app.scheduler.post_filter.reserved(GangKey("default", "x"), 0)
+
+        await eventually(released)
+        assert app.metrics.registry.get_sample_value("grove_scheduler_preemption_reservations") == 0
