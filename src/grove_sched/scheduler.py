@@ -290,8 +290,10 @@ class Scheduler:
         return outcome
 
     def _assume_and_bind(self, gang: ReadyGang, podgang: Obj | None, placement: Placement) -> None:
-        """Assume the placement and start its binding cycle."""
+        """Assume the placement and start its binding cycle (capacity held for the gang is no longer needed: its
+        assumed pods now hold it)."""
         plan = self.assume(gang, placement)
+        self.post_filter.forget(gang.key)
         self.spawn(self._binding_cycle(gang, podgang, placement, plan))
 
     async def _binding_cycle(self, gang: ReadyGang, podgang: Obj | None, placement: Placement, plan: BindPlan) -> None:
@@ -316,7 +318,6 @@ class Scheduler:
             return
         self.metrics.attempts.labels(result="scheduled").inc()
         self.metrics.score.observe(placement.score)
-        self.post_filter.forget(key)
         ready = self._ready_since.pop(key, None)
         if ready is not None:
             self.metrics.gang_latency.observe(now - ready)
