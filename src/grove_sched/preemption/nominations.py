@@ -68,6 +68,10 @@ class Nominations:
         self._preempted.pop(gang, None)
         return self._live.pop(gang, None)
 
+    def gangs(self) -> frozenset[GangKey]:
+        """The gangs holding a nomination."""
+        return frozenset(self._live)
+
     def preempted(self, gang: GangKey) -> frozenset[GangKey]:
         """Gangs already preempted for this preemptor (never chosen again for it)."""
         return frozenset(self._preempted.get(gang, ()))

@@ -28,10 +28,11 @@ from typing import Any
 
 import structlog
 
+from grove_api.labels import LABEL_PODGANG
 from grove_runtime.clock import Clock, LoopClock
 from grove_sched.cache import PodKey
 from grove_sched.events import GangEvents
-from grove_sched.gangs import GangKey, ReadyGang, gang_key_of_pod
+from grove_sched.gangs import GangKey, ReadyGang
 from grove_sched.metrics import SchedulerMetrics
 from grove_sched.model import BoundPod, Code, Status
 from grove_sched.placement import Snapshot, assumed_pods
@@ -121,32 +122,32 @@ class Preemptor:
     # --- steps --------------------------------------------------------------------------------------------------
 
     def _candidates(self, gang: ReadyGang, snapshot: Snapshot) -> list[VictimGang]:
-        """Gangs with bound pods in the snapshot, grouped, with their priority; gangs that are busy (a binding
-        in flight), already preempted for this preemptor, or the preemptor itself are left out."""
-        skip = self.nominations.preempted(gang.key) | {gang.key}
+        """Gangs of lower priority with bound pods in the snapshot, grouped by their `grove.io/podgang` label (a pod
+        without one is a gang of its own). Left out: gangs with a pod still assumed (a binding in flight: evicting
+        its bound pods could leave it partial), gangs already preempted for this preemptor, the preemptor itself,
+        and nominated gangs (their reserved pods are in the snapshot, not on nodes). One informer read per gang."""
+        skip = self.nominations.preempted(gang.key) | self.nominations.gangs() | {gang.key}
         pods: dict[GangKey, list[BoundPod]] = {}
         busy: set[GangKey] = set()
-        priority: dict[GangKey, int] = {}
         for bound in snapshot.pods:
-            obj = self.source.pod(bound.namespace, bound.name)
-            if obj is None or (obj.get("spec") or {}).get("nodeName") != bound.node:
-                continue  # a reservation or an assumption, not a running pod
-            owner = gang_key_of_pod(obj)
+            label = bound.labels.get(LABEL_PODGANG)
+            owner = GangKey(bound.namespace, label) if label else GangKey(bound.namespace, bound.name, single=True)
             if owner in skip:
                 continue
             if self.source.cache.is_assumed(PodKey(bound.namespace, bound.name)):
                 busy.add(owner)
-            if owner not in priority:
-                priority[owner] = self.source.gang_priority(owner, obj)
             pods.setdefault(owner, []).append(bound)
         found: list[VictimGang] = []
         for owner, running in sorted(pods.items()):
             if owner in busy:
                 continue
-            found.append(VictimGang(owner, priority[owner], tuple(running)))
+            priority = self.source.gang_priority(owner, self.source.pod(running[0].namespace, running[0].name))
+            if priority >= gang.request.priority:
+                continue
+            found.append(VictimGang(owner, priority, tuple(running)))
             extras = self._extras(owner, running)
             if extras:
-                found.append(VictimGang(owner, priority[owner], extras, whole=False))
+                found.append(VictimGang(owner, priority, extras, whole=False))
         return found
 
     def _extras(self, owner: GangKey, bound: list[BoundPod]) -> tuple[BoundPod, ...]:
