@@ -270,3 +270,18 @@ async def test_a_preemptor_that_disappears_releases_its_reservation(cluster: Sim
 
         await eventually(released)
         assert app.metrics.registry.get_sample_value("grove_scheduler_preemption_reservations") == 0
+
+
+async def test_victims_through_the_eviction_api(cluster: SimCluster, client: KubeClient) -> None:
+    """With `preemption_eviction="evict"` victims are removed by `pods/{name}/eviction` (policy/v1): the same
+    outcome, one whole gang gone and the preemptor bound."""
+    async with running_scheduler(cluster.kubeconfig, preemption_eviction="evict"):
+        await fill_with_low_gangs(client)
+        await priority_class(client, "inference", 1000)
+        await make_gang(client, "high", {"w": (2, 2, 8)}, required=RACK, priority_class="inference")
+
+        async def high_bound() -> bool:
+            return len(await bound_nodes(client, "high")) == 2
+
+        await eventually(high_bound)
+        assert sum([not await gang_pods(client, name) for name in FILLERS]) == 1
