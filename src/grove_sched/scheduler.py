@@ -5,21 +5,22 @@ capacity the previous one took, but binding is I/O and may run concurrently. So 
 
 1. pop the best gang from the queue;
 2. assemble it through the `GangSource` (informer caches, assumed pods shown as bound);
-3. take the cache's immutable snapshot and `place` it (see "where the solver runs" below);
-4. on an Unschedulable status, run the post-filter (where preemption lives; `grove_sched.postfilter`); capacity
-   the post-filter holds for another gang of higher or equal priority (a preemptor waiting for its victims) is
-   layered onto this gang's snapshot first, so nobody else takes it;
-5. else `assume` the placement in the scheduler cache, so the next cycle already sees the capacity as used;
+3. take the cache's immutable snapshot and `place` it (see "where the solver runs" below); capacity the
+   post-filter holds for another gang of higher or equal priority (a preemptor waiting for its victims) is
+   layered onto the snapshot first, so no other gang takes it;
+4. on an Unschedulable status, run the post-filter (where preemption lives; `grove_sched.postfilter`);
+5. else `assume` the placement in the scheduler cache, so the next cycle already sees the capacity as used (what
+   the post-filter held for this gang is released);
 6. spawn the binding cycle and go back to 1.
 
 Every attempt ends with one `Status` (`grove_sched.model`): its code alone decides where the queue puts the gang
-(`SchedulingQueue.done`), and a failure's reasons become the PodGang's `Scheduled` condition and the
-`FailedScheduling` Events and the pending pods' `PodScheduled=False` condition (once per distinct
-verdict). The binding cycle binds through `Binder` (all-or-rollback
-on the minimum), then on success records the verdict and the `Scheduled` events; on failure it forgets the
-assumption and ends with an Error status (backoff). The gang stays "in flight" in the queue until its binding
-cycle ends, so no second attempt can race the first. `assume` and `bind` are the one path from a placement to
-bound pods: start-up recovery (`grove_sched.recovery`) completes partially bound gangs through them too.
+(`SchedulingQueue.done`), and a failure's reasons become the PodGang's `Scheduled` condition, the
+`FailedScheduling` Events and the pending pods' `PodScheduled=False` condition (once per distinct verdict). The
+binding cycle binds through `Binder` (all-or-rollback on the minimum), then on success records the verdict and the
+`Scheduled` events; on failure it forgets the assumption and ends with an Error status (backoff). The gang stays
+"in flight" in the queue until its binding cycle ends, so no second attempt can race the first. `assume` and
+`bind` are the one path from a placement to bound pods: start-up recovery (`grove_sched.recovery`) completes
+partially bound gangs through them too.
 
 Leadership: the binder is fenced (`Binder.leading`). Once the fence says this process no longer leads, the loop
 starts no new cycle, and on the way out the running binding cycles are cancelled instead of awaited.
