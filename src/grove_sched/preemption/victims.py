@@ -16,11 +16,12 @@ lexicographically (`Cost`):
 2. the number of victim gangs, then 3. the GPUs evicted: per candidate domain of the preemptor's required
    topology key (the whole cluster without one), a CP-SAT model chooses victims jointly with how many pods of each
    group go on each node of the domain (node capacity = free + what the chosen victims free there; the per-node
-   pod limits come from the same `build_problem` filters placement uses). Constraints it does not model (nested
-   required scopes, anti-affinity among the gang's pods) make it a relaxation: its answer is checked by `place`,
-   and when the check fails, or the time budget ends without a solution, the greedy fallback takes over: start
-   from every candidate in the domain and give back ("reprieve") the most expensive victims while `place` still
-   fits, as kube-scheduler's DefaultPreemption does pod by pod;
+   pod limits come from the same `build_problem` filters placement uses, and every required scope, nested ones
+   included, picks one domain). What it does not model (anti-affinity among the gang's pods, placement's
+   heuristics) makes it a relaxation: its answer is checked by `place`, and when the check fails, or the time
+   budget ends without a solution, the greedy fallback takes over: the shortest prefix of the candidates (the
+   model's answer first, then cheapest first) that fits, found by bisection since evicting more never hurts, then
+   give back ("reprieve") victims while `place` still fits, as kube-scheduler's DefaultPreemption does pod by pod;
 4. the preferred-domain misses of the preemptor's resulting placement (between domains of equal cost).
 """
 
@@ -94,6 +95,9 @@ class PreemptionOptions:
     """CP-SAT budget per domain in deterministic seconds (a wall-clock limit would make answers load-dependent)."""
     use_cpsat: bool = True
     """False: the greedy reprieve only (the baseline)."""
+    bisect_above: int = 16
+    """Above this many candidates in a domain the fallback starts from the shortest fitting prefix instead of all
+    (a bounded number of placement calls; below it the reprieve starts from every candidate)."""
     victim_timeout: float = 300.0
     """Seconds a preemptor waits for its victims to go before it is evaluated afresh."""
 
@@ -185,22 +189,38 @@ def _search(
     else the greedy reprieve."""
     if not inside:
         return None
-    if opts.use_cpsat:
-        chosen = _model(snapshot, request, inside, nodes, opts)
-        if chosen is not None:
-            placement = fits(snapshot, request, chosen, opts.placement)
-            if placement is not None:
-                return Selection(tuple(chosen), placement, _cost(chosen, placement), "cpsat", name)
-    return _reprieve(snapshot, request, inside, opts, name)
+    chosen = _model(snapshot, request, inside, nodes, opts) if opts.use_cpsat else None
+    if chosen is not None:
+        placement = fits(snapshot, request, chosen, opts.placement)
+        if placement is not None:
+            return Selection(tuple(chosen), placement, _cost(chosen, placement), "cpsat", name)
+    return _reprieve(snapshot, request, inside, opts, name, chosen or ())
 
 
 def _reprieve(
-    snapshot: Snapshot, request: GangRequest, inside: Sequence[VictimGang], opts: PreemptionOptions, name: str
+    snapshot: Snapshot,
+    request: GangRequest,
+    inside: Sequence[VictimGang],
+    opts: PreemptionOptions,
+    name: str,
+    hint: Sequence[VictimGang] = (),
 ) -> Selection | None:
-    """Start with every candidate evicted; give back victims while the preemptor still fits: higher priority first
-    (as kube-scheduler), and within a priority whole gangs before extras (fewer victim gangs is the next tier), the
+    """Start with every candidate evicted (above `bisect_above` candidates: the shortest fitting prefix of `hint`,
+    then the rest cheapest first); give back victims while the preemptor still fits: higher priority first (as
+    kube-scheduler), and within a priority whole gangs before extras (fewer victim gangs is the next tier), the
     smaller first."""
-    chosen = list(inside)
+    first = [v for v in inside if any(v is c for c in hint)]
+    ordered = first + sorted((v for v in inside if not any(v is c for c in first)), key=_order)
+    if fits(snapshot, request, ordered, opts.placement) is None:
+        return None
+    low, high = (1, len(ordered)) if len(ordered) > opts.bisect_above else (len(ordered), len(ordered))
+    while low < high:  # the shortest prefix that fits (evicting more never makes it fit less)
+        middle = (low + high) // 2
+        if fits(snapshot, request, ordered[:middle], opts.placement) is None:
+            low = middle + 1
+        else:
+            high = middle
+    chosen = ordered[:low]
     placement = fits(snapshot, request, chosen, opts.placement)
     if placement is None:
         return None
@@ -242,16 +262,24 @@ def _model(
     }
     for g in range(problem.num_groups):
         model.add(sum(count[g, i] for i in rows if (g, i) in count) >= int(problem.internal_min[g]))
+    for scope in problem.required:  # one domain per required scope (the gang's, a group config's, a group's)
+        picks = {int(d): model.new_bool_var("") for d in {int(scope.domains[i]) for i in rows} if d >= 0}
+        needed = int(problem.internal_min[list(scope.groups)].sum()) > 0
+        (model.add_exactly_one if needed else model.add_at_most_one)(list(picks.values()))
+        for (g, i), var in count.items():
+            if g in scope.groups:
+                d = int(scope.domains[i])
+                model.add(var <= int(problem.maxpods[g, i]) * picks[d] if d >= 0 else var == 0)
     freeing: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for k, victim in enumerate(inside):
         for pod in victim.pods:
-            i = snapshot.node_index.get(pod.node)
-            if i is None:
+            row = snapshot.node_index.get(pod.node)
+            if row is None:
                 continue
             amounts = {**{r: int(a) for r, a in pod.requests.items()}, "pods": 1}
             for r, amount in amounts.items():
                 if amount > 0 and r in res_index:
-                    freeing.setdefault((i, res_index[r]), []).append((k, amount))
+                    freeing.setdefault((row, res_index[r]), []).append((k, amount))
     asked = [int(r) for r in np.flatnonzero(problem.req.max(axis=0) > 0)]
     for i in rows:
         for col in asked:

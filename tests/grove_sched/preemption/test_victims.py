@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from placement_kit import counts_of, gang, group, node, violations
 
 from grove_sched.gangs import GangKey
-from grove_sched.model import GPU, RACK_KEY, BoundPod, GangRequest, NodeInfo
+from grove_sched.model import GPU, RACK_KEY, BoundPod, GangRequest, NodeInfo, TopologyConstraint
 from grove_sched.placement import Snapshot
 from grove_sched.preemption import PreemptionOptions, VictimGang, fits, select_victims
 
@@ -38,6 +38,15 @@ def with_extras(gang: VictimGang, minimum: int) -> list[VictimGang]:
 def preemptor(pods: int, gpus: int, priority: int, required: str | None = None) -> GangRequest:
     request = gang(group("p", pods, gpu=gpus, cpu=0), required=required)
     return GangRequest(request.name, request.namespace, request.groups, priority, request.topology)
+
+
+def disaggregated(pods: int, gpus: int, priority: int) -> GangRequest:
+    """Two groups (prefill, decode), each required into a rack of its own choosing, no gang-level constraint."""
+    groups = tuple(
+        group(name, pods, gpu=gpus, cpu=0, topology=TopologyConstraint(required_key=RACK_KEY))
+        for name in ("prefill", "decode")
+    )
+    return GangRequest("gang", "default", groups, priority)
 
 
 def snapshot_of(nodes: Sequence[NodeInfo], victims: Sequence[VictimGang]) -> Snapshot:
@@ -115,6 +124,42 @@ def test_extras_above_a_minimum_go_before_a_whole_gang() -> None:
     assert chosen.cost.gangs == 0
 
 
+def test_per_group_racks_are_modelled_so_the_model_answer_stands() -> None:
+    """Prefill and decode each need one rack of their own; the model picks a domain per group scope, so its answer
+    (one gang per rack, the cheapest) is what placement accepts, without the fallback."""
+    nodes = [node("a0", "r0"), node("a1", "r0"), node("b0", "r1"), node("b1", "r1")]
+    victims = [
+        victim("r0-low", 0, [("a0", 8)]),
+        victim("r0-mid", 1, [("a1", 8)]),
+        victim("r1-low", 0, [("b0", 8)]),
+        victim("r1-big", 0, [("b1", 8)]),
+    ]
+    chosen = select_victims(snapshot_of(nodes, victims), disaggregated(1, 8, 5), victims, OPTIONS)
+    assert chosen is not None
+    assert chosen.path == "cpsat"
+    assert chosen.cost.max_priority == 0
+    assert chosen.cost.gangs == 2
+
+
+def test_a_group_level_rack_is_modelled() -> None:
+    """A group of two 8-GPU pods required into one rack (a group-level constraint, none on the gang): the cheapest
+    pair of victims overall (4 + 4 GPUs) straddles the racks, so the model must keep the group in one rack to give an
+    answer placement accepts: one rack's two victims (4 + 8 GPUs)."""
+    nodes = [node("a0", "r0"), node("a1", "r0"), node("b0", "r1"), node("b1", "r1")]
+    victims = [
+        victim("a0-small", 0, [("a0", 4)]),
+        victim("a1-full", 0, [("a1", 8)]),
+        victim("b0-small", 0, [("b0", 4)]),
+        victim("b1-full", 0, [("b1", 8)]),
+    ]
+    topology = TopologyConstraint(required_key=RACK_KEY)
+    request = GangRequest("gang", "default", (group("p", 2, gpu=8, cpu=0, topology=topology),), 5)
+    chosen = select_victims(snapshot_of(nodes, victims), request, victims, OPTIONS)
+    assert chosen is not None
+    assert chosen.path == "cpsat"
+    assert (chosen.cost.gangs, chosen.cost.gpus) == (2, 12)
+
+
 def test_greedy_fallback_finds_a_minimal_set_too() -> None:
     """With CP-SAT off, the reprieve keeps only what is needed."""
     nodes = [node("a0", "r0"), node("a1", "r0")]
@@ -145,13 +190,10 @@ def scenarios(draw: st.DrawFn) -> tuple[list[NodeInfo], list[VictimGang], GangRe
         if placed:
             gang = victim(f"v{k}", draw(st.integers(0, 3)), placed)
             victims += with_extras(gang, draw(st.integers(1, len(placed))))
-    request = preemptor(
-        draw(st.integers(1, 3)),
-        draw(st.sampled_from([2, 4, 8])),
-        draw(st.integers(1, 4)),
-        draw(st.sampled_from([None, RACK_KEY])),
-    )
-    return nodes, victims, request
+    pods, gpus, priority = draw(st.integers(1, 3)), draw(st.sampled_from([2, 4, 8])), draw(st.integers(1, 4))
+    if draw(st.booleans()):
+        return nodes, victims, disaggregated(min(pods, 2), gpus, priority)
+    return nodes, victims, preemptor(pods, gpus, priority, draw(st.sampled_from([None, RACK_KEY])))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
