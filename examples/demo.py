@@ -2,8 +2,8 @@
 
 Starts `grove-sim` as a separate process (2 blocks x 4 racks x 8 nodes x 8 GPUs), then, when they are installed,
 `grove-operator` and `grove-scheduler` as separate processes too; installs the CRDs, applies a disaggregated
-inference PodCliqueSet, scales it, and prints what happened. `--keep` leaves the cluster running until Ctrl-C so
-you can explore it with kubectl.
+inference PodCliqueSet, scales it, shows a high-priority gang preempting a low one, and prints what happened.
+`--keep` leaves the cluster running until Ctrl-C so you can explore it with kubectl.
 
 It stops everything it started on the way out, whatever ends it: the end of the walkthrough, Ctrl-C, SIGTERM or
 SIGHUP at any step (`make` passes its own SIGTERM on), and even SIGKILL: each program runs in its own process group
@@ -376,6 +376,8 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
     step("Startup order: the cache first, then prefill and decode, then the router (examples/startup-order.yaml)")
     startup_order(cluster)
 
+    preemption(cluster)
+
     step("What the scheduler measured")
     report_solve_time(metrics_port)
 
@@ -392,6 +394,65 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
         signal.pause()
     else:
         step("Explore it yourself: make demo ARGS=--keep keeps the cluster running until Ctrl-C")
+
+
+def free_nodes(cluster: Cluster, count: int) -> list[str]:
+    """The last `count` nodes that run no pod at all."""
+    used = {p["spec"].get("nodeName") for p in get_json(cluster, "pods", "-A")["items"]}
+    names = sorted(n["metadata"]["name"] for n in get_json(cluster, "nodes")["items"])
+    return [name for name in names if name not in used][-count:]
+
+
+def gpu_pcs(name: str, priority_class: str, replicas: int, nodes: Sequence[str]) -> dict[str, Any]:
+    """A PodCliqueSet whose every replica is a gang of two 8-GPU pods, kept to `nodes` by node affinity."""
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}
+    pod_spec = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}},
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.example.com/worker:1",
+                "resources": {"requests": {"nvidia.com/gpu": "8", "cpu": "4"}, "limits": {"nvidia.com/gpu": "8"}},
+            }
+        ],
+    }
+    clique = {"name": "w", "spec": {"roleName": "worker", "replicas": 2, "podSpec": pod_spec}}
+    return {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodCliqueSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "template": {"priorityClassName": priority_class, "cliques": [clique]}},
+    }
+
+
+def preemption(cluster: Cluster) -> None:
+    """Two low-priority batch gangs fill four nodes; a high-priority gang preempts one of them, whole."""
+    step("Preemption: two batch gangs (priority 10) fill four nodes; a serving gang (priority 1000) needs two")
+    nodes = free_nodes(cluster, 4)
+    classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        for name, value in (("batch", 10), ("serving", 1000))
+    ]
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([*classes, gpu_pcs("batch", "batch", 2, nodes)]))
+    wait_for_bound_pods(cluster, "batch", 4)
+    cluster.kubectl("get", "pods", "-l", "app.kubernetes.io/part-of=batch", "-o", "wide")
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(gpu_pcs("serving", "serving", 1, nodes)))
+    wait_for_bound_pods(cluster, "serving", 2)
+    cluster.kubectl("get", "pods", "-l", "app.kubernetes.io/part-of in (batch,serving)", "-o", "wide")
+    events = get_json(cluster, "events")["items"]
+    for event in events:
+        if event.get("reason") == "Preempting" and event["involvedObject"].get("kind") == "PodGang":
+            print(f"{event['involvedObject']['name']}: {event['message']}")
+    victims = sorted(
+        {e["involvedObject"]["name"] for e in events if e.get("reason") == "Preempted"
+         and e["involvedObject"].get("kind") == "PodGang"}
+    )  # fmt: skip
+    print(f"victim gang(s), evicted whole: {', '.join(victims) or '-'}; their recreated pods wait, saying why:")
+    pods = get_json(cluster, "pods", "-l", "app.kubernetes.io/part-of=batch")["items"]
+    for pod in pods:
+        for cond in pod.get("status", {}).get("conditions", []):
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                print(f"  {pod['metadata']['name']}: {cond.get('reason')}: {cond.get('message')}")
 
 
 def admission_webhooks(cluster: Cluster) -> None:
