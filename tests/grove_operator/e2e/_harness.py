@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from grove_operator.config import OperatorConfig
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
 from grove_operator.wiring import OperatorApp, build
+from grove_runtime import errors
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import PODS
 
@@ -126,7 +127,6 @@ async def create_pcs(client: KubeClient, namespace: str, pcs: Obj) -> Obj:
 
 async def ensure_namespace(client: KubeClient, namespace: str) -> None:
     """Create the namespace if it does not exist."""
-    from grove_runtime import errors
     from grove_runtime.resources import NAMESPACES
 
     with contextlib.suppress(errors.AlreadyExists):
@@ -160,7 +160,10 @@ async def bind_all(client: KubeClient, namespace: str, node_names: list[str], *,
     for i, pod in enumerate(p for p in pods if not p["spec"].get("nodeName") and not p["spec"].get("schedulingGates")):
         if pod["metadata"].get("deletionTimestamp"):
             continue
-        await client.bind(namespace, pod["metadata"]["name"], node_names[i % len(node_names)])
+        try:
+            await client.bind(namespace, pod["metadata"]["name"], node_names[i % len(node_names)])
+        except errors.NotFound:
+            continue  # deleted since the list (a scale-in, a gang replaced): nothing to bind
         bound += 1
     return bound
 
