@@ -170,9 +170,14 @@ def pcs_doc() -> Obj:
                 "cliqueStartupType": "CliqueStartupTypeExplicit",
                 "cliques": [clique("lead", []), clique("work", ["lead"])],
                 "podCliqueScalingGroups": [
-                    {"name": "grp", "replicas": 2, "minAvailable": 1, "cliqueNames": ["work"],
-                     "scaleConfig": {"maxReplicas": 4}},
-                ],  # fmt: skip
+                    {
+                        "name": "grp",
+                        "replicas": 2,
+                        "minAvailable": 1,
+                        "cliqueNames": ["work"],
+                        "scaleConfig": {"maxReplicas": 4},
+                    },
+                ],
             },
         },
     }
@@ -203,18 +208,20 @@ async def _webhooks_ready(kube: KubeClient, port: int) -> bool:
     return True
 
 
-PODGANGSET = """
-apiVersion: grove.dynamo.ai/v1
-kind: PodGangSet
-metadata: {name: first, namespace: %s}
-spec:
-  template:
-    metadata: {labels: {app: first}}
-    spec:
-      containers: [{name: w, image: "w:1", resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 1}}}]
-  replicas: 2
-  minAvailable: 2
-""" % WORKLOAD_NS
+PODGANGSET: Obj = {
+    "apiVersion": "grove.dynamo.ai/v1",
+    "kind": "PodGangSet",
+    "metadata": {"name": "first", "namespace": WORKLOAD_NS},
+    "spec": {
+        "template": {
+            "metadata": {"labels": {"app": "first"}},
+            "spec": {"containers": [{"name": "w", "image": "w:1", "resources": {"requests": {"nvidia.com/gpu": 1},
+                                                                               "limits": {"nvidia.com/gpu": 1}}}]},
+        },
+        "replicas": 2,
+        "minAvailable": 2,
+    },
+}  # fmt: skip
 
 
 async def _live(kube: KubeClient, count: int, prefix: str = "work-") -> bool:
@@ -266,7 +273,7 @@ async def run_workload(kube: KubeClient, kubectl: Kubectl) -> None:
     for kind in edited:
         await wait_for(lambda k=kind: _labelled(kubectl, k), f"{kind} labelled again", LIMIT)
     await wait_for(lambda: _max_replicas(kubectl, 4), "the lead's HPA updated", LIMIT)
-    kubectl("apply", "-f", "-", input=PODGANGSET)
+    kubectl("apply", "-f", "-", input=m.to_yaml([PODGANGSET]))
     await wait_for(lambda: _live(kube, 2, "first-"), "the PodGangSet's 2 pods", LIMIT)
     kubectl("scale", *ns, "podgangset/first", "--replicas=3")
     await wait_for(lambda: _live(kube, 3, "first-"), "the PodGangSet's 3 pods", LIMIT)
@@ -274,6 +281,10 @@ async def run_workload(kube: KubeClient, kubectl: Kubectl) -> None:
     kubectl("delete", *ns, "pcs/work", "podgangset/first", "--wait=true", timeout=LIMIT)
     await wait_for(lambda: _live(kube, 0, ""), "every pod deleted with its owner", LIMIT)
     assert role["rules"] == m.one(m.overlay("sim"), "ClusterRole", "grove-initc")["rules"]
+
+
+def _log_tails(logs: Path) -> list[str]:
+    return [p.read_text()[-3000:] for p in sorted(logs.glob("*.log"))]
 
 
 async def test_each_program_uses_exactly_the_rights_its_role_grants(
@@ -298,7 +309,7 @@ async def test_each_program_uses_exactly_the_rights_its_role_grants(
         await run_workload(kube, kubectl)
     finally:
         codes = programs.stop()
-    assert codes == [0, 0], [p.read_text()[-3000:] for p in sorted(tmp_path.glob("*.log"))]
+    assert codes == [0, 0], _log_tails(tmp_path)
 
     report = []
     for user, grants in (
