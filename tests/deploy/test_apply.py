@@ -71,9 +71,7 @@ def test_release_files_are_the_production_overlay_and_apply(kubectl: Kubectl, tm
     exactly the production overlay's objects; applied in that order they install, and deleting them removes what
     they installed."""
     dist = tmp_path / "dist"
-    subprocess.run(
-        ["make", "-s", "release", f"DIST={dist}"], cwd=m.ROOT, check=True, capture_output=True, timeout=120
-    )
+    subprocess.run(["make", "-s", "release", f"DIST={dist}"], cwd=m.ROOT, check=True, capture_output=True, timeout=120)
     files = [dist / f"grove-{part}.yaml" for part in ("crds", "scheduler", "operator")]
     for path in files:
         assert path.read_text().startswith("# Grove "), path
@@ -85,8 +83,14 @@ def test_release_files_are_the_production_overlay_and_apply(kubectl: Kubectl, tm
         objects = [o for o in _dist(path) if _type(o) in available]
         kubectl("apply", "-f", "-", input=m.to_yaml(objects))
     names = kubectl("get", "-n", m.NAMESPACE, "serviceaccounts,services,configmaps,roles", "-o", "name").stdout
-    assert {"serviceaccount/grove-operator", "serviceaccount/grove-scheduler", "service/grove-scheduler-metrics",
-            "service/grove-operator-webhook", "role.rbac.authorization.k8s.io/grove-operator"} <= set(names.split())  # fmt: skip
+    expected = {
+        "serviceaccount/grove-operator",
+        "serviceaccount/grove-scheduler",
+        "service/grove-scheduler-metrics",
+        "service/grove-operator-webhook",
+        "role.rbac.authorization.k8s.io/grove-operator",
+    }
+    assert expected <= set(names.split())
     for path in reversed(files):
         objects = [o for o in _dist(path) if _type(o) in available and o["kind"] != "Namespace"]
         kubectl("delete", "--wait=false", "-f", "-", input=m.to_yaml(objects))

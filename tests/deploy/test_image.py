@@ -51,7 +51,8 @@ def test_entry_point_is_grove_initc_and_deployments_name_their_program() -> None
 
 def test_multi_stage_slim_and_non_root_as_the_manifests_run_it() -> None:
     stages = _instructions("FROM")
-    assert len(stages) == 2 and stages[0].endswith(" AS build")
+    assert len(stages) == 2
+    assert stages[0].endswith(" AS build")
     (base,) = [a.split("=", 1)[1] for a in _instructions("ARG") if a.startswith("PYTHON_IMAGE=")]
     assert "slim" in base
     (user,) = _instructions("USER")

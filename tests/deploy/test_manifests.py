@@ -92,12 +92,14 @@ def test_flags_parse_and_bind_the_pod_ip(rendered: dict[str, list[Obj]], overlay
         assert settings is not None
         assert (settings.host, settings.port, settings.service_name) == (POD_IP, 9443, "grove-operator-webhook")
         assert settings.namespace == args.lease.namespace == m.NAMESPACE
-        assert args.leader_elect and args.default_scheduler_name == "grove-scheduler"
+        assert args.leader_elect
+        assert args.default_scheduler_name == "grove-scheduler"
     argv = _argv(objects, "grove-scheduler")
     assert argv[0] == "grove-scheduler"
     config = scheduler_cli.parse_args(argv[1:])
     assert (config.metrics_host, config.metrics_port, config.probes_with_metrics) == (POD_IP, 8080, True)
-    assert config.leader_elect and config.lease.namespace == m.NAMESPACE
+    assert config.leader_elect
+    assert config.lease.namespace == m.NAMESPACE
 
 
 def _port_number(container: Obj, port: int | str) -> int:
@@ -187,8 +189,6 @@ def test_servicemonitor_component_scrapes_both_metrics_services(tmp_path: Path) 
     assert {o["metadata"]["name"] for o in monitors} == set(PROGRAMS)
     for monitor in monitors:
         selector = monitor["spec"]["selector"]["matchLabels"]
-        matched = [
-            o for o in objects if o["kind"] == "Service" and selector.items() <= o["metadata"]["labels"].items()
-        ]
+        matched = [o for o in objects if o["kind"] == "Service" and selector.items() <= o["metadata"]["labels"].items()]
         assert len(matched) == 1
         assert monitor["spec"]["endpoints"][0]["port"] in {p["name"] for p in matched[0]["spec"]["ports"]}
