@@ -91,7 +91,7 @@ def grants_of(objects: Iterable[Obj], user: str) -> list[Grant]:
     for binding in objects:
         if binding["kind"] not in ("ClusterRoleBinding", "RoleBinding") or user not in _subjects(binding):
             continue
-        namespace = binding["metadata"].get("namespace") or "" if binding["kind"] == "RoleBinding" else ""
+        namespace = (binding["metadata"].get("namespace") or "") if binding["kind"] == "RoleBinding" else ""
         ref = binding["roleRef"]
         role = roles.get((ref["kind"], namespace if ref["kind"] == "Role" else "", ref["name"]))
         assert role is not None, f"{binding['kind']} {binding['metadata']['name']} names a missing {ref}"
