@@ -4,6 +4,7 @@ flags."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -31,6 +32,16 @@ def render(path: Path) -> list[Obj]:
 def overlay(name: str) -> list[Obj]:
     """The objects of `deploy/overlays/<name>`."""
     return render(DEPLOY / "overlays" / name)
+
+
+def production_with(directory: Path, *components: str, images: str = "") -> list[Obj]:
+    """The production overlay with ``components`` of deploy/components added (and ``images:`` YAML), rendered
+    through a kustomization written in ``directory``, as a user's overlay would be."""
+    base = os.path.relpath(DEPLOY / "overlays" / "production", directory)
+    paths = [os.path.relpath(DEPLOY / "components" / c, directory) for c in components]
+    text = f"resources: [{base}]\n" + (f"components: [{', '.join(paths)}]\n" if paths else "") + images
+    (directory / "kustomization.yaml").write_text(text)
+    return render(directory)
 
 
 def one(objects: Iterable[Obj], kind: str, name: str) -> Obj:

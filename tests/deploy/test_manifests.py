@@ -5,7 +5,6 @@ init-container image follows the operator's image whichever overlay sets it."""
 
 from __future__ import annotations
 
-import os
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,12 @@ import pytest
 
 from grove_api import labels as glabels
 from grove_operator import cli as operator_cli
-from grove_operator.webhooks.setup import CONFIGURATIONS
-from grove_runtime.webhook.registration import ClientTarget, configuration
+from grove_operator.webhooks.setup import AUTHORIZER, CONFIGURATIONS
+from grove_runtime.webhook.registration import ClientTarget, ConfigurationSpec, configuration
 from grove_sched import cli as scheduler_cli
 
 from . import _manifests as m
+from ._rbac import Request, denied, grants_of
 
 Obj = dict[str, Any]
 POD_IP = "10.1.2.3"
@@ -61,16 +61,21 @@ def test_crds_are_the_generated_ones() -> None:
     assert len(listed) == len(generated)
 
 
-def test_webhook_configurations_are_the_operators(rendered: dict[str, list[Obj]]) -> None:
-    """What the operator would create in service mode, without the CA bundle it injects."""
+def _same_as_operators(objects: list[Obj], spec: ConfigurationSpec) -> None:
+    """The configuration is what the operator would create in service mode, without the CA bundle it injects."""
     target = ClientTarget(service_namespace=m.NAMESPACE, service_name="grove-operator-webhook", service_port=443)
+    expected = configuration(spec, target, b"")
+    for hook in expected["webhooks"]:
+        del hook["clientConfig"]["caBundle"]
+    found = m.one(objects, expected["kind"], spec.name)
+    assert found["webhooks"] == expected["webhooks"]
+    assert expected["metadata"]["labels"].items() <= found["metadata"]["labels"].items()
+
+
+def test_webhook_configurations_are_the_operators(rendered: dict[str, list[Obj]]) -> None:
     for spec in CONFIGURATIONS:
-        expected = configuration(spec, target, b"")
-        for hook in expected["webhooks"]:
-            del hook["clientConfig"]["caBundle"]
-        found = m.one(rendered["production"], expected["kind"], spec.name)
-        assert found["webhooks"] == expected["webhooks"]
-        assert expected["metadata"]["labels"].items() <= found["metadata"]["labels"].items()
+        _same_as_operators(rendered["production"], spec)
+    assert not [o for o in rendered["production"] if o["metadata"]["name"] == AUTHORIZER.name]
     service = m.one(rendered["production"], "Service", "grove-operator-webhook")
     assert service["spec"]["ports"][0]["port"] == 443
 
@@ -158,12 +163,8 @@ def test_initc_image_is_the_operators_image(rendered: dict[str, list[Obj]], over
 
 def test_an_overlay_of_its_own_registry_moves_both_images(tmp_path: Path) -> None:
     """A user's overlay over production that renames the image also renames grove-initc's."""
-    production = os.path.relpath(m.DEPLOY / "overlays" / "production", tmp_path)
-    (tmp_path / "kustomization.yaml").write_text(
-        f"resources: [{production}]\nimages:\n- name: ghcr.io/grove-py/grove\n  newName: my.example/grove\n"
-        "  newTag: '7'\n"
-    )
-    objects = m.render(tmp_path)
+    images = "images:\n- name: ghcr.io/grove-py/grove\n  newName: my.example/grove\n  newTag: '7'\n"
+    objects = m.production_with(tmp_path, images=images)
     deployment = m.one(objects, "Deployment", "grove-operator")
     assert m.container(deployment)["image"] == "my.example/grove:7"
     assert m.environment(objects, deployment, POD_IP)[glabels.ENV_INIT_CONTAINER_IMAGE] == "my.example/grove:7"
@@ -181,10 +182,7 @@ def test_release_version_is_the_packages(rendered: dict[str, list[Obj]]) -> None
 
 
 def test_servicemonitor_component_scrapes_both_metrics_services(tmp_path: Path) -> None:
-    production = os.path.relpath(m.DEPLOY / "overlays" / "production", tmp_path)
-    component = os.path.relpath(m.DEPLOY / "components" / "servicemonitor", tmp_path)
-    (tmp_path / "kustomization.yaml").write_text(f"resources: [{production}]\ncomponents: [{component}]\n")
-    objects = m.render(tmp_path)
+    objects = m.production_with(tmp_path, "servicemonitor")
     monitors = [o for o in objects if o["kind"] == "ServiceMonitor"]
     assert {o["metadata"]["name"] for o in monitors} == set(PROGRAMS)
     for monitor in monitors:
@@ -192,3 +190,18 @@ def test_servicemonitor_component_scrapes_both_metrics_services(tmp_path: Path) 
         matched = [o for o in objects if o["kind"] == "Service" and selector.items() <= o["metadata"]["labels"].items()]
         assert len(matched) == 1
         assert monitor["spec"]["endpoints"][0]["port"] in {p["name"] for p in matched[0]["spec"]["ports"]}
+
+
+def test_authorizer_component_turns_upstreams_protection_on(tmp_path: Path) -> None:
+    """`--authorizer`, its configuration as the operator describes it, and the two rights it needs."""
+    objects = m.production_with(tmp_path, "authorizer")
+    _same_as_operators(objects, AUTHORIZER)
+    args = operator_cli.parse_args(_argv(objects, "grove-operator")[1:])
+    settings = operator_cli.webhook_settings(args)
+    assert settings is not None
+    assert settings.authorizer
+    user = f"system:serviceaccount:{m.NAMESPACE}:grove-operator"
+    review = Request("create", "authentication.k8s.io", "selfsubjectreviews", "", "")
+    inject = Request("update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", AUTHORIZER.name)
+    assert denied([review, inject], grants_of(objects, user)) == []
+    assert denied([review], grants_of(m.overlay("production"), user)) == [str(review)]
