@@ -205,3 +205,17 @@ def test_authorizer_component_turns_upstreams_protection_on(tmp_path: Path) -> N
     inject = Request("update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", AUTHORIZER.name)
     assert denied([review, inject], grants_of(objects, user)) == []
     assert denied([review], grants_of(m.overlay("production"), user)) == [str(review)]
+
+
+def test_every_overlay_grants_what_the_audited_sim_overlay_grants(rendered: dict[str, list[Obj]]) -> None:
+    """The audit check (test_rbac_from_audit.py) runs the sim overlay; no other overlay's roles may differ."""
+
+    def rules(objects: list[Obj]) -> dict[tuple[str, str], Obj]:
+        kinds = {"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"}
+        return {(o["kind"], o["metadata"]["name"]): o.get("rules") or o.get("subjects") for o in objects
+                if o["kind"] in kinds}  # fmt: skip
+
+    audited = rules(rendered["sim"])
+    for overlay in ("production", "scheduler-only"):
+        found = rules(rendered[overlay])
+        assert found == {k: audited[k] for k in found}
