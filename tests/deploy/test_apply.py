@@ -95,3 +95,23 @@ def test_release_files_are_the_production_overlay_and_apply(kubectl: Kubectl, tm
         kubectl("delete", "--wait=false", "-f", "-", input=m.to_yaml(objects))
     left = kubectl("get", "-n", m.NAMESPACE, "services,roles,serviceaccounts", "-o", "name").stdout.split()
     assert [n for n in left if "grove" in n and "default" not in n] == []
+
+
+def test_reapplying_changed_webhook_configurations_keeps_the_injected_ca_bundle(kubectl: Kubectl) -> None:
+    """An upgrade re-applies the configurations with changes; the CA bundle the operator injected (never part of
+    what kubectl applies) and every other field stay, as kubectl's strategic merge by webhook name keeps them."""
+    hooks = [o for o in m.overlay("production") if o["kind"].endswith("WebhookConfiguration")]
+    kubectl("apply", "-f", "-", input=m.to_yaml(hooks))
+    name = "podcliqueset-validating-webhook"
+    inject = '[{"op":"add","path":"/webhooks/0/clientConfig/caBundle","value":"Q0E="}]'
+    kubectl("patch", "validatingwebhookconfiguration", name, "--type=json", "-p", inject)
+    for hook in hooks:
+        hook["metadata"]["labels"]["app.kubernetes.io/version"] = "9.9.9"
+        hook["webhooks"][0]["timeoutSeconds"] = 12
+    kubectl("apply", "-f", "-", input=m.to_yaml(hooks))
+    found = yaml.safe_load(kubectl("get", "validatingwebhookconfiguration", name, "-o", "yaml").stdout)
+    (webhook,) = found["webhooks"]
+    expected = m.one(hooks, "ValidatingWebhookConfiguration", name)["webhooks"][0]
+    assert webhook["clientConfig"] == {**expected["clientConfig"], "caBundle": "Q0E="}
+    assert {k: webhook[k] for k in expected} == {**expected, "clientConfig": webhook["clientConfig"]}
+    assert set(found) == {"apiVersion", "kind", "metadata", "webhooks"}
