@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from grove_sim.http import access_reviews
 from grove_sim.http.context import ApiContext, Target, admit, json_response, object_response, table
 from grove_sim.http.requestinfo import parse_bool, parse_int, read_body, read_delete_options, wants_table
 from grove_sim.http.watchstream import stream
@@ -85,7 +86,7 @@ async def list_objects(ctx: ApiContext, request: web.Request, target: Target) ->
         single = store.get(info.key, target.ns, name)
         candidates = [single] if single is not None else []
     else:
-        candidates = store.list(info.key, _list_namespace(target))
+        candidates = ctx.core.list_objects(info, _list_namespace(target))
     items = [o for o in candidates if _selected(o, labels, fields)]
     token = request.query.get("continue")
     if token:
@@ -166,10 +167,12 @@ async def watch(ctx: ApiContext, request: web.Request, target: Target) -> web.St
 async def create(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
     """POST on a collection; a ``bindings`` create binds the pod the Binding names; a ``selfsubjectreviews`` create
     answers who the caller is (``kubectl auth whoami``; its body, which says nothing, is not decoded) and stores
-    nothing."""
+    nothing; an access review asks the authorizer (``grove_sim.http.access_reviews``)."""
     if target.info.key == _SELF_SUBJECT_REVIEWS:
         review = {"kind": "SelfSubjectReview", "apiVersion": target.info.group_version, "metadata": {}}
         return json_response({**review, "status": {"userInfo": target.user.to_dict()}}, 201)
+    if target.info.key in access_reviews.REVIEWS:
+        return await access_reviews.review(ctx, request, target)
     body = await read_body(request)
     if target.info.key == _BINDINGS:
         name = str(((body if isinstance(body, dict) else {}).get("metadata") or {}).get("name", ""))

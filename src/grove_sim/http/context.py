@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
-from grove_sim.auth.authentication import ADMIN, Authenticator, UserInfo
+from grove_sim.auth.authentication import ADMIN, Authenticator, UserInfo, impersonated
+from grove_sim.auth.authorizer import Authorizer, check_impersonation
+from grove_sim.http.escalation_guard import escalation_guarded
 from grove_sim.http.tables import build_table
 from grove_sim.registry.core import Core
 from grove_sim.registry.resources import ResourceInfo
@@ -25,6 +27,8 @@ from grove_sim.storage.watch import Watcher
 
 if TYPE_CHECKING:
     from grove_sim.http.audit import AuditLog
+    from grove_sim.http.faults import FaultInjector
+    from grove_sim.http.podlogs import LogSource
 
 __all__ = [
     "ApiContext",
@@ -53,22 +57,34 @@ class ApiContext:
     authenticator: Authenticator | None = None
     admission: WebhookAdmission | None = None
     audit: AuditLog | None = None
+    authorizer: Authorizer | None = None
+    """The authorization mode in force; None is ``AlwaysAllow`` (no check at all)."""
+    faults: FaultInjector | None = None
+    """Fault injection and its ``/sim/faults`` endpoint and ``/metrics`` (None: neither is served)."""
+    pod_logs: LogSource | None = None
+    """Where ``pods/log`` reads container output (the kubelet); None: every container's log is empty."""
 
     def authenticate(self, request: web.Request) -> UserInfo:
-        """The user of a request's ``Authorization`` and ``Impersonate-*`` headers (raises ``Unauthorized``)."""
+        """The user of a request's ``Authorization`` and ``Impersonate-*`` headers (raises ``Unauthorized``, and
+        the 403 kube-apiserver answers when an authorizer refuses the impersonation)."""
         if self.authenticator is None:
             return ADMIN
         headers = request.headers
-        return self.authenticator.authenticate(
-            headers.get("Authorization"),
-            headers.get("Impersonate-User"),
-            headers.getall("Impersonate-Group", []),
-            headers.get("Impersonate-Uid"),
-        )
+        user = self.authenticator.authenticate(headers.get("Authorization"))
+        impersonate = headers.get("Impersonate-User")
+        if not impersonate:
+            return user
+        groups, uid = headers.getall("Impersonate-Group", []), headers.get("Impersonate-Uid")
+        if self.authorizer is not None:
+            check_impersonation(self.authorizer, user, impersonate, groups, uid)
+        return impersonated(impersonate, groups, uid or "")
 
 
 async def admit(ctx: ApiContext, target: Target, make_steps: Callable[[], Steps[T]]) -> T:
-    """Run a write through admission as the request's user; its warnings are kept for the response headers."""
+    """Run a write through admission as the request's user; its warnings are kept for the response headers. Under
+    RBAC, a write of a role or binding first passes the escalation check."""
+    if ctx.authorizer is not None:
+        make_steps = escalation_guarded(ctx.authorizer, target.info, target.user, make_steps)
     if ctx.admission is None:
         return run(make_steps())
     return await ctx.admission.run(make_steps, target.user, target.warnings)
