@@ -1,12 +1,12 @@
 """The RBAC of `deploy/` is what the programs really use: grove-operator, grove-scheduler and grove-initc run under
 their own ServiceAccount tokens, with the flags of the sim overlay's Deployments, through a representative workload
-(a PodCliqueSet with a scaling group, startup order and autoscalers: created, scaled at both levels, updated and
-deleted; gangs placed and bound; webhooks called; leases held and released), and grove-sim's audit log says what
-each asked for. Every request must be allowed by the rendered roles, and every grant must have been used, except
-the few the workload cannot reach, listed with why in ``NOT_EXERCISED``.
+(a PodCliqueSet with a scaling group, startup order and autoscalers: created, scaled at three levels, hand-edited,
+updated and deleted; a first-API PodGangSet; gangs placed and bound; webhooks called; leases held and released), and
+grove-sim's audit log says what each asked for. Every request must be allowed by the rendered roles, and every grant
+must have been used, except the few the workload cannot reach, listed with why in ``NOT_EXERCISED``.
 
-grove-sim does not authorize yet, so this check sees every request the code makes, including one a role would
-refuse (which on a real cluster would fail with 403 and hide the requests after it).
+grove-sim runs without authorization here (AlwaysAllow), so this check sees every request the code makes, including
+one a role would refuse (which under RBAC would fail with 403 and hide the requests after it).
 """
 
 from __future__ import annotations
