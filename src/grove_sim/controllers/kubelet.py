@@ -48,7 +48,14 @@ from grove_sim.controllers.execimages import (
     match_exec_image,
     start_container,
 )
-from grove_sim.controllers.initcontainers import CrashBackoff, NotMounted, TokenSource, credentials, go_duration
+from grove_sim.controllers.initcontainers import (
+    CrashBackoff,
+    NotMounted,
+    TokenSource,
+    credentials,
+    go_duration,
+    with_env_refs,
+)
 from grove_sim.controllers.logring import DEFAULT_LOG_LIMIT, LogStore
 from grove_sim.controllers.noderesources import NodeResources
 from grove_sim.controllers.podevents import PodEvents
@@ -258,6 +265,7 @@ class Kubelet:
                 return
             try:
                 token, secrets = credentials(self._core.store, pod, container, self._token_for)
+                container = with_env_refs(self._core.store, pod, container)
             except NotMounted:
                 self.queue.add_after(key, self.options.mount_retry)
                 return
@@ -342,6 +350,7 @@ class Kubelet:
             raise OSError("the pod is gone")
         argv = container_argv(command, container)
         token, secrets = credentials(self._core.store, pod, container, self._token_for)
+        container = with_env_refs(self._core.store, pod, container)
         runtime = PodRuntime(self.options.server_url, token, self.options.ca_data, state.ip)
         return await start_container(argv, self._with_ip(pod, state), container, runtime, secrets)
 

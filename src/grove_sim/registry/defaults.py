@@ -9,6 +9,7 @@ or spec is a new dict, and only the object's top level is modified in place.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -112,8 +113,14 @@ def _service_port(port: Obj) -> Obj:
 
 
 def _secret(secret: Obj, old_spec: Obj) -> None:
+    """``type`` defaults to Opaque; ``stringData`` is write-only, merged into ``data`` (base64, its keys win) as
+    kube-apiserver's conversion does, so it is never stored."""
     if not secret.get("type"):
         secret["type"] = "Opaque"
+    string_data = secret.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        encoded = {str(k): base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()}
+        secret["data"] = {**(secret.get("data") or {}), **encoded}
 
 
 _pod_defaults: Final = _spec_defaults(_POD_SPEC, {"containers": _container, "initContainers": _container})

@@ -8,6 +8,7 @@ so restarts and readiness follow quickly without the tests sleeping.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -24,7 +25,7 @@ import yaml
 
 from grove_runtime.client import KubeClient
 from grove_runtime.errors import ApiError
-from grove_runtime.resources import EVENTS, PODS, SERVICES, ResourceType
+from grove_runtime.resources import CONFIGMAPS, EVENTS, PODS, SECRETS, SERVICES, ResourceType
 from grove_sim.cluster import nodes_from_flags
 from grove_sim.server import SimOptions
 from grove_sim.testing import SimCluster
@@ -157,6 +158,33 @@ async def test_process_environment_and_kubeconfig(
     assert token == sim.call(lambda s: s.tokens.token_for(namespace, "default"))
     assert sim.call(lambda s: s.user_of(token)) == f"system:serviceaccount:{namespace}:default"
     assert kubeconfig["clusters"][0]["cluster"]["server"] == sim.url
+
+
+async def test_env_from_configmap_and_secret_keys_waits_for_them(
+    kube: KubeClient, namespace: str, tmp_path: Path
+) -> None:
+    """`configMapKeyRef`/`secretKeyRef` values reach the process; while a referenced ConfigMap is missing the
+    container does not start (kubelet's CreateContainerConfigError), and an optional missing key is left unset."""
+    env = [
+        {"name": "OUT", "value": str(tmp_path)},
+        {"name": "LEVEL", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "level"}}},
+        {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}},
+        {"name": "MAYBE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "nope", "optional": True}}},
+    ]
+    secret = {"metadata": {"name": "creds"}, "stringData": {"password": "s3cret"}}
+    stored = await kube.create(SECRETS, secret, namespace)
+    assert "stringData" not in stored  # write-only: merged into data, as kube-apiserver stores it
+    assert base64.b64decode(stored["data"]["password"]) == b"s3cret"
+    await kube.create(PODS, app_pod("configured", tmp_path, container={"env": env}), namespace)
+    for _ in range(20):  # the kubelet keeps retrying; the process must not have started meanwhile
+        await asyncio.sleep(0.05)
+        assert read_json(tmp_path / "configured.1.env.json") is None
+    settings = {"metadata": {"name": "settings"}, "data": {"level": "debug"}}
+    await kube.create(CONFIGMAPS, settings, namespace)
+    await pod_where(kube, namespace, "configured", ready)
+    seen = await written(tmp_path / "configured.1.env.json")
+    assert (seen["LEVEL"], seen["PASSWORD"]) == ("debug", "s3cret")
+    assert "MAYBE" not in seen
 
 
 async def test_readiness_probe_gates_ready_and_endpoints(
