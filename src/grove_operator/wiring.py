@@ -14,9 +14,11 @@ builder calls (For / Owns / Watches with map functions and predicates), followin
 * podclique (10): For PodClique (create/delete, generation/labels change); Watches Pods → their PodClique
   (create/delete, status, gates, node or deletion change; batched like the PCS's child events, so the pods of a
   PodClique moving together cost one reconcile and one status write); Watches PodGang → the PodCliques of its PodGroups;
-  Watches PodClique status → the scaled-gang PodCliques waiting for that base gang to be scheduled.
+  Watches PodClique status → the scaled-gang PodCliques waiting for that base gang to be scheduled; Watches PCS
+  (rolling update moved: `status.updateProgress`, `currentGenerationHash`, `spec.updateStrategy`) → its standalone
+  PodCliques.
 * podcliquescalinggroup (5): For PCSG (create/delete, generation change); Owns PodClique (spec at once, status batched);
-  Watches PCS (generation change) → its PCSGs.
+  Watches PCS (generation change, rolling update moved) → its PCSGs.
 * podgang (5): For PodGang (create/delete, generation change).
 
 Pods, Services, Secrets, ServiceAccounts, Roles, RoleBindings and HPAs are cached only if labelled
@@ -131,6 +133,19 @@ POD_CHANGED: Predicate = predicate(
 
 TOKEN_FILLED: Predicate = predicate(update=lambda o, n: _changed(o, n, ("data", "token")), create=lambda _o: False)
 """The token controller populated the SA-token Secret."""
+
+_ROLLOUT = (
+    ("status", "updateProgress", "currentlyUpdating"),
+    ("status", "updateProgress", "updateStartedAt"),
+    ("status", "updateProgress", "updateEndedAt"),
+    ("status", "currentGenerationHash"),
+    ("spec", "updateStrategy"),
+)
+
+ROLLOUT_CHANGED: Predicate = predicate(
+    create=lambda _o: False, update=lambda o, n: _changed(o, n, *_ROLLOUT), delete=lambda _o: False
+)
+"""A PodCliqueSet's rolling update moved (started, next replica, ended) or its strategy changed."""
 
 SCHEDULED_CHANGED: Predicate = predicate(
     update=lambda o, n: _changed(o, n, ("status", "scheduledReplicas")), create=lambda _o: False
@@ -252,6 +267,17 @@ def build(
 
     pclq.watch(pclq_inf, enqueue_mapped(waiting_on_base), SCHEDULED_CHANGED)
 
+    def pcs_to_standalone_pclqs(obj: Obj) -> Iterable[ObjectKey]:
+        meta = _meta(obj)
+        key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+        return [
+            ObjectKey.of(o)
+            for o in cache.by_index(PODCLIQUES, INDEX_PART_OF, key)
+            if (_meta(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == glabels.COMPONENT_PCS_PODCLIQUE
+        ]
+
+    pclq.watch(pcs_inf, enqueue_mapped(pcs_to_standalone_pclqs), ROLLOUT_CHANGED)
+
     pcsg = controller(
         "podcliquescalinggroup",
         ScalingGroupReconciler(deps),
@@ -267,6 +293,7 @@ def build(
         return [ObjectKey.of(o) for o in cache.by_index(PODCLIQUESCALINGGROUPS, INDEX_PART_OF, key)]
 
     pcsg.watch(pcs_inf, enqueue_mapped(pcs_to_pcsgs), GENERATION_OR_DELETION)
+    pcsg.watch(pcs_inf, enqueue_mapped(pcs_to_pcsgs), ROLLOUT_CHANGED)
 
     gang = controller("podgang", PodGangReconciler(deps), config.podgang_workers)
     gang.watch(gang_inf, enqueue_self(), GENERATION_OR_DELETION)

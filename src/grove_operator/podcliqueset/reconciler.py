@@ -9,6 +9,8 @@ on every reconcile. Children are removed by garbage collection: deletion only dr
 
 from __future__ import annotations
 
+from typing import Any
+
 import pydantic
 
 from grove_api import ClusterTopologyBinding, PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueSetStatus
@@ -17,6 +19,7 @@ from grove_operator import hashing
 from grove_operator.kinds import CLUSTERTOPOLOGYBINDINGS, PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS
 from grove_operator.podcliqueset.components import OrderedComponents
 from grove_operator.podcliqueset.components._common import TOPOLOGIES, PcsContext, children
+from grove_operator.podcliqueset.components.replica import LIFECYCLE, ReplicaDecision
 from grove_operator.reconcile.context import Obj
 from grove_operator.reconcile.failures import ComponentError
 from grove_operator.reconcile.skeleton import OwnerReconciler
@@ -51,15 +54,19 @@ class PodCliqueSetReconciler(
     def compute_status(self, ctx: PcsContext, failure: ComponentError | None, *, completed: bool) -> Obj | None:
         """Recompute the status from the cached children."""
         pcs = ctx.owner
-        if pcs.status is None or pcs.status.current_generation_hash is None:
-            status_model = (pcs.status or PodCliqueSetStatus()).model_copy(
-                update={"current_generation_hash": hashing.generation_hash(pcs.spec.template)}
-            )
-            pcs = pcs.model_copy(update={"status": status_model})
+        decision: ReplicaDecision | None = ctx.extra.get(LIFECYCLE)
+        update: dict[str, Any] = {}
+        if decision is not None:
+            update = {"current_generation_hash": decision.generation_hash, "update_progress": decision.progress}
+        elif pcs.status is None or pcs.status.current_generation_hash is None:
+            update = {"current_generation_hash": hashing.generation_hash(pcs.spec.template)}
+        if update:
+            pcs = pcs.model_copy(update={"status": (pcs.status or PodCliqueSetStatus()).model_copy(update=update)})
         parse = self.deps.parsed.parse
         pclqs = [parse(PodClique, o) for o in children(ctx, PODCLIQUES, glabels.COMPONENT_PCS_PODCLIQUE)]
         pcsgs = [parse(PodCliqueScalingGroup, o) for o in children(ctx, PODCLIQUESCALINGGROUPS)]
-        status = compute_podcliqueset_status(pcs, pclqs, pcsgs, ctx.now, ctx.extra.get(TOPOLOGIES))
+        stale = decision.stale_replicas if decision is not None else ()
+        status = compute_podcliqueset_status(pcs, pclqs, pcsgs, ctx.now, ctx.extra.get(TOPOLOGIES), stale)
         if completed and pcs.metadata.generation is not None:
             status["observedGeneration"] = pcs.metadata.generation
         return status

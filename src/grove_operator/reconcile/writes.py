@@ -8,7 +8,9 @@ goes through the status subresource only, and only when it changed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from grove_operator.reconcile.compare import merge_patch_for
 from grove_operator.reconcile.context import SyncContext
@@ -20,12 +22,14 @@ __all__ = [
     "create_or_patch",
     "delete_if_exists",
     "ensure_finalizer",
+    "record_status",
     "remove_finalizer",
     "status_patch",
     "write_status",
 ]
 
 Obj = dict[str, Any]
+M = TypeVar("M", bound=BaseModel)
 
 
 async def create_or_patch(
@@ -121,4 +125,20 @@ async def write_status(client: Client, rt: ResourceType, obj: Mapping[str, Any],
         )
     except errors.NotFound:
         return False
+    return True
+
+
+async def record_status(ctx: SyncContext[M], rt: ResourceType, fields: Mapping[str, Any]) -> bool:
+    """Merge-patch `fields` into the owner's status *now* and make the context see the result.
+
+    For bookkeeping that must reach the API before the action it describes (a rolling update records the pod it
+    is about to delete), so a restart between the two resumes from it; the status written at the end of the
+    reconcile starts from the refreshed owner and keeps it. False when the owner is gone.
+    """
+    try:
+        raw = await ctx.client.patch(rt, ctx.key.name, {"status": dict(fields)}, ctx.namespace, subresource="status")
+    except errors.NotFound:
+        return False
+    ctx.raw = raw
+    ctx.owner = ctx.parsed.parse(type(ctx.owner), raw)
     return True

@@ -2,7 +2,8 @@
 
 Each PCSG replica `j < spec.replicas` gets one PodClique per member clique, `<pcsg>-<j>-<clique>`, built from the
 PodCliqueSet template (keeping the live `spec.replicas` of existing ones). Scale-in removes the highest replica
-indices: every member PodClique whose replica index is no longer wanted is deleted (its pods follow via GC).
+indices: every member PodClique whose replica index is no longer wanted is deleted (its pods follow via GC). Under
+RollingRecreate a member on an older template is left as it is until its replica is recreated (`lifecycle`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
+from grove_api import labels as glabels
 from grove_api import names as gnames
+from grove_operator import hashing
+from grove_operator.desired.layout import split_indexed_name
 from grove_operator.desired.podclique import build_pcsg_member_podclique
 from grove_operator.kinds import INDEX_PCSG, PODCLIQUES
 from grove_operator.reconcile.childset import IndexedChildSet, IndexedSlots, Slot
@@ -47,6 +51,19 @@ class MemberPodCliques(IndexedChildSet[PodCliqueScalingGroup]):
     def existing(self, ctx: PcsgContext) -> Iterable[Obj]:
         """Cached member PodCliques."""
         return member_podcliques(ctx)
+
+    def leave_as_is(self, ctx: PcsgContext, existing: Obj) -> bool:
+        """Under RollingRecreate a member on an older template is not patched: its whole scaling-group replica is
+        recreated from the newest one when the rolling update reaches it, so a gang never mixes templates."""
+        pcs: PodCliqueSet = ctx.extra[PCS]
+        if pcs.spec.effective_update_strategy() != "RollingRecreate":
+            return False
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        clique = split_indexed_name(ctx.key.name, str(existing["metadata"]["name"]))
+        if clique is None:
+            return False
+        expected = hashing.clique_hashes(pcs.spec.template).get(clique[1])
+        return expected is not None and labels.get(glabels.LABEL_POD_TEMPLATE_HASH) != expected
 
     def build(self, ctx: PcsgContext, view: IndexedSlots, key: Slot, existing: Obj | None) -> Obj:
         """The member from the PodCliqueSet template; a clique the template lacks is a spec error, not a crash."""

@@ -3,7 +3,8 @@
 Only PCSGs controlled by a PodCliqueSet are reconciled. Their member PodCliques are built from the PodCliqueSet's
 template, so a PCSG works only while that template is valid and within the pod bound, and while it itself asks
 for no more pods than the bound (`admission`); otherwise, or when the PodCliqueSet is missing, it gets a
-`lastErrors` entry and a Warning Event. Deletion drops the finalizer; member PodCliques go through GC.
+`lastErrors` entry and a Warning Event. Steps: the member PodCliques (`members`), then the replicas' lifecycle
+(`lifecycle`: rolling update, gang termination). Deletion drops the finalizer; member PodCliques go through GC.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from grove_operator.reconcile.context import Obj
 from grove_operator.reconcile.failures import ComponentError, ParentNotFound, SpecError
 from grove_operator.reconcile.ownership import controller_owner
 from grove_operator.reconcile.skeleton import OwnerReconciler
+from grove_operator.scalinggroup.lifecycle import ScalingGroupReplicas
 from grove_operator.scalinggroup.members import PCS, MemberPodCliques, PcsgContext, member_podcliques
 from grove_operator.status.scalinggroup import compute_scaling_group_status
 from grove_runtime.keys import ObjectKey
@@ -28,7 +30,7 @@ class ScalingGroupReconciler(
     OwnerReconciler[PodCliqueScalingGroup],
     resource=PODCLIQUESCALINGGROUPS,
     finalizer=glabels.FINALIZER_PCSG,
-    components=lambda: (MemberPodCliques(),),
+    components=lambda: (MemberPodCliques(), ScalingGroupReplicas()),
 ):
     """Reconciles one PodCliqueScalingGroup."""
 

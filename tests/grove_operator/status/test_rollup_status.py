@@ -72,7 +72,8 @@ def _pcsg_and_members(
     for j, replica in enumerate(health):
         for clique_name, h in zip(pcsg.spec.clique_names, replica, strict=True):
             built = podclique.build_pcsg_member_podclique(pcs, pcsg, j, clique_name)
-            members.append(PodClique.model_validate(_with_status(built, _pclq_status(built, h))))
+            status = _pclq_status(built, h, hashing.generation_hash(pcs.spec.template))
+            members.append(PodClique.model_validate(_with_status(built, status)))
     return pcsg, members
 
 
@@ -117,7 +118,7 @@ def test_scaling_group_missing_member_counts_as_breach(sample: Callable[[str], P
     assert status["conditions"][0]["status"] == "True"
     assert "currentPodCliqueSetGenerationHash" not in status
     full = pcsg_status.compute_scaling_group_status(pcs, pcsg, members, NOW)
-    assert full["currentPodCliqueSetGenerationHash"] == "gen"
+    assert full["currentPodCliqueSetGenerationHash"] == hashing.generation_hash(pcs.spec.template)
 
 
 def test_gang_termination_condition_cleared_on_recovery(sample: Callable[[str], PodCliqueSet]) -> None:

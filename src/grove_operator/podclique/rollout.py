@@ -1,0 +1,153 @@
+"""The PodClique's part of a rolling update: its pods replaced, Ready ones one at a time (grove-reference §3.8).
+
+It acts for a standalone PodClique of the PodCliqueSet replica being updated under RollingRecreate (scaling-group
+members are recreated whole by their scaling group), and only while the pod cache is trustworthy (no creation or
+deletion of this PodClique still unobserved), so a deletion is never decided twice on a stale cache. Which pods go
+is `lifecycle.podrollout.plan_pods`. `status.updateProgress` says what is being updated and which Ready pod is being
+replaced; it is written before the pod is deleted, so an operator restarted between the two resumes from it. Under
+OnDelete nothing is deleted here: a pod deleted by hand comes back from the PodClique's (new) template.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from grove_api import PodCliqueSet, PodCliqueUpdateProgress, PodsSelectedToUpdate
+from grove_operator import hashing
+from grove_operator.desired.layout import identify_podclique
+from grove_operator.kinds import PODCLIQUES
+from grove_operator.lifecycle.lane import lane_allows, replica_lane
+from grove_operator.lifecycle.podrollout import PodPlan, plan_pods
+from grove_operator.lifecycle.rollout import current_replica
+from grove_operator.lifecycle.sources import cache_sources
+from grove_operator.podclique.pods import PCS, PclqContext, owned_pods
+from grove_operator.reconcile.failures import ComponentError, describe, error_code
+from grove_operator.reconcile.writes import delete_if_exists, record_status
+from grove_runtime.keys import Result
+from grove_runtime.resources import PODS
+
+__all__ = ["PodRollout", "next_progress"]
+
+log = structlog.get_logger("grove_operator.podclique.rollout")
+Obj = dict[str, Any]
+
+
+def _progress_json(progress: PodCliqueUpdateProgress) -> Obj:
+    return progress.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def next_progress(
+    progress: PodCliqueUpdateProgress | None, generation: str, target: str, plan: PodPlan, now: datetime
+) -> PodCliqueUpdateProgress | None:
+    """The `updateProgress` after this step: opened for a new target, the Ready pod being replaced recorded, closed
+    once no pod is old; None while there is nothing to say."""
+    current = progress is not None and progress.pod_template_hash == target
+    current = current and progress is not None and progress.pod_clique_set_generation_hash == generation
+    if plan.old == 0:
+        if current and progress is not None and progress.update_ended_at is None:
+            return progress.model_copy(update={"update_ended_at": now, "ready_pods_selected_to_update": None})
+        return progress
+    if not current or progress is None or progress.update_ended_at is not None:
+        progress = PodCliqueUpdateProgress(
+            update_started_at=now, pod_clique_set_generation_hash=generation, pod_template_hash=target
+        )
+    if plan.replace is not None:
+        selected = progress.ready_pods_selected_to_update
+        completed = list(selected.completed or ()) if selected is not None else []
+        if selected is not None and selected.current != plan.replace:
+            completed.append(selected.current)
+        chosen = PodsSelectedToUpdate(current=plan.replace, completed=completed or None)
+        progress = progress.model_copy(update={"ready_pods_selected_to_update": chosen})
+    return progress
+
+
+@dataclass(frozen=True)
+class PodRollout:
+    """Replace the pods of a standalone PodClique whose PodCliqueSet replica is being updated."""
+
+    name: str = "pod-rollout"
+
+    def existing_names(self, ctx: PclqContext) -> list[str]:
+        """It owns nothing of its own."""
+        return []
+
+    async def delete(self, ctx: PclqContext) -> None:
+        """Nothing to clean up."""
+
+    async def sync(self, ctx: PclqContext) -> Result | None:
+        """One step of the update, when it is this PodClique's turn; always lets the later steps run."""
+        pcs: PodCliqueSet = ctx.extra[PCS]
+        status = ctx.owner.status
+        progress = status.update_progress if status is not None else None
+        instance = identify_podclique(pcs, ctx.key.name)
+        if instance is None or instance.scaling_group is not None:
+            return None
+        if pcs.spec.effective_update_strategy() == "OnDelete":
+            if progress is not None and progress.update_ended_at is None:
+                await self._record(ctx, progress.model_copy(update={"update_ended_at": ctx.now}))
+            return None
+        if not ctx.expectations.satisfied(ctx.key):
+            return None
+        hashes = hashing.clique_hashes(pcs.spec.template)
+        target = hashes[instance.clique.name]
+        generation = hashing.generation_hash(pcs.spec.template)
+        my_turn = current_replica(pcs.status.update_progress if pcs.status else None) == instance.pcs_replica
+        lane = replica_lane(pcs, instance.pcs_replica, cache_sources(ctx), hashes) if my_turn else []
+        turn = my_turn and lane_allows(lane, ctx.key.name)
+        pods = owned_pods(ctx)
+        plan = plan_pods(pods, target, ctx.owner.spec.replicas, turn=turn)
+        if not my_turn:  # only the replica being updated loses pods; another one may only close its progress
+            plan = PodPlan(old=plan.old)
+        new = next_progress(progress, generation, target, plan, ctx.now) if my_turn or not plan.old else progress
+        if new != progress and new is not None:
+            if not await self._record(ctx, new):
+                return None
+            if new.update_ended_at is not None:
+                await ctx.recorder.normal(ctx.raw, "PodCliqueUpdated", f"every pod runs template {target}")
+        victims = [*plan.delete_now, *([plan.replace] if plan.replace else [])]
+        if victims:
+            await self._delete(ctx, plan, victims)
+        if my_turn and plan.old:
+            log.info(
+                "rolling update",
+                namespace=ctx.namespace,
+                name=ctx.key.name,
+                old=plan.old,
+                deleted=victims,
+                waiting=plan.waiting,
+            )
+            ctx.requeue_after(ctx.config.retry_interval)
+        return None
+
+    @staticmethod
+    async def _record(ctx: PclqContext, progress: PodCliqueUpdateProgress) -> bool:
+        return await record_status(ctx, PODCLIQUES, {"updateProgress": _progress_json(progress)})
+
+    async def _delete(self, ctx: PclqContext, plan: PodPlan, victims: list[str]) -> None:
+        """Delete the victims, expecting their deletions so the next reconcile waits for the cache to show them."""
+        ctx.expectations.expect(ctx.key, deletions=len(victims))
+        results = await asyncio.gather(
+            *(delete_if_exists(ctx.client, PODS, name, ctx.namespace) for name in victims), return_exceptions=True
+        )
+        failures = [r for r in results if isinstance(r, BaseException)]
+        ctx.expectations.lower(ctx.key, deletions=sum(1 for r in results if r is False) + len(failures))
+        if failures:
+            raise ComponentError(error_code(self.name), "delete", describe(failures[0]))
+        if plan.delete_now:
+            shown = ", ".join(plan.delete_now[:5])
+            await ctx.recorder.normal(
+                ctx.raw,
+                "DeletedOutdatedPods",
+                f"deleted {len(plan.delete_now)} pod(s) on an older template that were not Ready: {shown}",
+            )
+        if plan.replace:
+            await ctx.recorder.normal(
+                ctx.raw,
+                "ReplacingPod",
+                f"replacing Ready pod {plan.replace}, the oldest of {plan.old} pod(s) on an older template",
+            )
