@@ -52,9 +52,9 @@ class CliqueFacts:
         """At least `min_available` Ready pods."""
         return self.ready >= min_available
 
-    def settled(self, replicas: int) -> bool:
-        """Nothing of the clique is down or going: no old pod, none terminating, `replicas` pods all Ready."""
-        return self.old == 0 and self.terminating == 0 and self.ready == self.live >= replicas
+    def quiet(self, replicas: int) -> bool:
+        """Nothing of the clique is down or going: none terminating, `replicas` pods all Ready."""
+        return self.terminating == 0 and self.ready == self.live >= replicas
 
 
 def clique_facts(pods: Iterable[Obj], target_hash: str | None) -> CliqueFacts:

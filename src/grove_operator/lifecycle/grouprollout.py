@@ -7,8 +7,8 @@ rule, for a scaling group of the PodCliqueSet replica being updated:
 * old replicas that are not available (a member below its minAvailable Ready pods) serve nothing: all recreated
   at once;
 * available ones are recreated one at a time, lowest index first, and only when nothing else of the group is down:
-  no member PodClique being deleted, every other replica settled (complete, on the newest template, every pod
-  Ready), and the replica's lane lets the group act (`lane.lane_allows`).
+  no member PodClique being deleted, every other replica quiet (complete, every pod Ready), and the replica's lane
+  lets the group act (`lane.lane_allows`).
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ def plan_group(replicas: Sequence[GroupReplica], *, turn: bool) -> GroupPlan:
         waiting = "an earlier PodClique or scaling group of the replica is still updating"
     elif unavailable or any(r.terminating for r in replicas):
         waiting = "replicas of the scaling group are still being recreated"
-    elif not all(r.settled for r in replicas if r not in candidates):
+    chosen = min(candidates, key=lambda r: r.index)
+    if waiting is None and not all(r.quiet for r in replicas if r is not chosen):
         waiting = "a replica of the scaling group is not fully Ready"
     if waiting is not None:
         return GroupPlan(unavailable, None, len(old), waiting)
-    return GroupPlan((), min(r.index for r in candidates), len(old))
+    return GroupPlan((), chosen.index, len(old))

@@ -3,8 +3,10 @@
 The units are the replica's standalone PodCliques in template order, then its scaling groups in config order. Why
 a lane: inside the replica being updated at most one thing may be down because of the update at any moment, yet
 the PodClique and scaling-group controllers decide independently. So a unit replaces a Ready pod (or a Ready
-scaling-group replica) only once every unit before it has *settled* (no old pod, nothing down or going); the
-first unsettled unit is the only one that may act, whichever controller asks first.
+scaling-group replica) only when every unit before it has *settled* (no old pod, nothing down or going) and every
+unit after it is *quiet* (nothing down or going): the first unsettled unit is the only one that may act, whichever
+controller asks first, and a second template arriving mid-update never lets an earlier unit act while a later one
+still waits for a replacement.
 
 Everything here is computed from the cache through three lookups (`Sources`), which tests give as dicts.
 """
@@ -47,11 +49,16 @@ class GroupReplica:
     """A member carries an older template or has a pod running one."""
     available: bool
     """Complete, and every member has its minAvailable Ready pods."""
-    settled: bool
-    """Complete, not stale, every member settled (`CliqueFacts.settled`)."""
+    quiet: bool
+    """Complete, and nothing of it down or going (`CliqueFacts.quiet`)."""
     terminating: bool
     """A member PodClique is being deleted."""
     scheduled_pods: int
+
+    @property
+    def settled(self) -> bool:
+        """Quiet and on the newest template."""
+        return self.quiet and not self.stale
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +68,14 @@ class Unit:
     name: str
     stale: bool
     available: bool
-    settled: bool
+    quiet: bool
     scheduled_pods: int
     replicas: tuple[GroupReplica, ...] | None = None
+
+    @property
+    def settled(self) -> bool:
+        """Quiet and on the newest template."""
+        return self.quiet and not self.stale
 
 
 def _live(pclq: PodClique | None) -> PodClique | None:
@@ -83,8 +95,8 @@ def clique_unit(
     stale = _label_stale(live, expected) or facts.old > 0
     available = live is not None and facts.available(min_available)
     wanted = live.spec.replicas if live is not None else replicas
-    settled = live is not None and not stale and facts.settled(wanted)
-    return Unit(name, stale, available, settled, facts.scheduled)
+    quiet = live is not None and facts.quiet(wanted)
+    return Unit(name, stale, available, quiet, facts.scheduled)
 
 
 def group_replicas(
@@ -101,7 +113,7 @@ def group_replicas(
     for j in range(replicas):
         names = tuple(gnames.pcsg_member_pclq_name(pcsg_name, j, c) for c in config.clique_names)
         stale = terminating = False
-        complete = available = settled = True
+        complete = available = quiet = True
         scheduled = 0
         for name, clique_name in zip(names, config.clique_names, strict=True):
             clique = template.clique(clique_name)
@@ -117,8 +129,8 @@ def group_replicas(
             stale = stale or member_stale
             complete = complete and live is not None
             available = available and live is not None and facts.available(min_available)
-            settled = settled and live is not None and not member_stale and facts.settled(wanted)
-        out.append(GroupReplica(j, names, complete, stale, available, settled, terminating, scheduled))
+            quiet = quiet and live is not None and facts.quiet(wanted)
+        out.append(GroupReplica(j, names, complete, stale, available, quiet, terminating, scheduled))
     return tuple(out)
 
 
@@ -152,7 +164,7 @@ def replica_lane(pcs: PodCliqueSet, index: int, sources: Sources, hashes: Mappin
                 name,
                 stale=any(r.stale for r in replicas),
                 available=live is not None and sum(r.available for r in replicas) >= minimum,
-                settled=live is not None and all(r.settled for r in replicas),
+                quiet=live is not None and all(r.quiet for r in replicas),
                 scheduled_pods=sum(r.scheduled_pods for r in replicas),
                 replicas=replicas,
             )
@@ -161,10 +173,10 @@ def replica_lane(pcs: PodCliqueSet, index: int, sources: Sources, hashes: Mappin
 
 
 def lane_allows(lane: Sequence[Unit], name: str) -> bool:
-    """Whether unit `name` may take a Ready pod or replica down now: every unit before it has settled."""
-    for unit in lane:
-        if unit.name == name:
-            return True
-        if not unit.settled:
-            return False
-    return False
+    """Whether unit `name` may take a Ready pod or replica down now: every unit before it has settled and every
+    unit after it is quiet."""
+    names = [u.name for u in lane]
+    if name not in names:
+        return False
+    position = names.index(name)
+    return all(u.settled for u in lane[:position]) and all(u.quiet for u in lane[position + 1 :])

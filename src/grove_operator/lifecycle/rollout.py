@@ -9,8 +9,10 @@ an operator killed at any moment resumes where the API says it was. The rule:
   second replica is taken down (upstream #400).
 * Under RollingRecreate an update also starts when some replica still runs an older template although none is in
   progress (after a switch from OnDelete); switching to OnDelete ends an update in progress.
-* The current replica is done when nothing of it runs an older template and it is available again (every
-  standalone PodClique has `minAvailable` Ready pods, every scaling group `minAvailable` available replicas).
+* The current replica is done when nothing of it runs an older template and it is whole again: every pod of it
+  exists and is Ready (`lane.Unit.settled`). So the next replica loses nothing before the last replacement of the
+  previous one is Ready, and a replica that cannot become whole on the new template holds the update there rather
+  than spreading a template that does not run.
 * The next replica: first those with no scheduled pod, then those in breach (delay not expired), then by index;
   replicas being rebuilt by gang termination are skipped. None left: `updateEndedAt`, `currentlyUpdating` cleared.
 """
@@ -52,7 +54,8 @@ class ReplicaState:
     index: int
     stale: bool
     """Some pod or PodClique of it is on an older template."""
-    available: bool
+    settled: bool
+    """Every pod of it exists and is Ready, none is going."""
     scheduled_pods: int
 
 
@@ -61,7 +64,7 @@ def replica_state(index: int, lane: Sequence[Unit]) -> ReplicaState:
     return ReplicaState(
         index,
         stale=any(u.stale for u in lane),
-        available=all(u.available for u in lane),
+        settled=all(u.settled for u in lane),
         scheduled_pods=sum(u.scheduled_pods for u in lane),
     )
 
@@ -129,10 +132,10 @@ def plan_rollout(
     current = current_replica(step.progress)
     if current is not None:
         state = replicas.get(current)
-        if state is not None and (state.stale or not state.available):
+        if state is not None and (state.stale or not state.settled):
             return step
         if state is not None:
-            step.events.append((REASON_REPLICA_UPDATED, f"replica {current} runs the new template and is available"))
+            step.events.append((REASON_REPLICA_UPDATED, f"replica {current} runs the new template, every pod Ready"))
     pending = [s for s in stale if s.index != current]
     if pending:
         chosen = min(pending, key=lambda s: _order(s, breached))

@@ -19,11 +19,19 @@ from grove_operator import hashing
 from grove_operator.kinds import CLUSTERTOPOLOGYBINDINGS, PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS
 from grove_operator.podcliqueset.components import OrderedComponents
 from grove_operator.podcliqueset.components._common import TOPOLOGIES, PcsContext, children
-from grove_operator.podcliqueset.components.replica import LIFECYCLE, ReplicaDecision
-from grove_operator.reconcile.context import Obj
+from grove_operator.podcliqueset.components.replica import (
+    LIFECYCLE,
+    UNSEEN,
+    ReplicaDecision,
+    WrittenRollouts,
+    rollout_signature,
+)
+from grove_operator.reconcile.context import Deps, Obj
 from grove_operator.reconcile.failures import ComponentError
 from grove_operator.reconcile.skeleton import OwnerReconciler
+from grove_operator.reconcile.writes import write_status
 from grove_operator.status.podcliqueset import compute_podcliqueset_status
+from grove_runtime.keys import ObjectKey
 
 __all__ = ["PodCliqueSetReconciler"]
 
@@ -35,6 +43,14 @@ class PodCliqueSetReconciler(
     components=lambda: (OrderedComponents(),),
 ):
     """Reconciles one PodCliqueSet into its full hierarchy."""
+
+    def __init__(self, deps: Deps) -> None:
+        super().__init__(deps)
+        self.rollouts = WrittenRollouts()
+
+    def forget(self, key: ObjectKey) -> None:
+        """The rollout write it waited to see."""
+        self.rollouts.forget(key)
 
     def parse(self, raw: Obj) -> PodCliqueSet:
         """The PCS as the defaulting webhook would have stored it."""
@@ -49,10 +65,13 @@ class PodCliqueSetReconciler(
             except pydantic.ValidationError:
                 continue
         ctx.extra[TOPOLOGIES] = topologies
+        ctx.extra[UNSEEN] = self.rollouts.unseen(ctx.key, ctx.raw.get("status"), ctx.now)
         self.refuse_invalid_podcliqueset(ctx.raw)
 
     def compute_status(self, ctx: PcsContext, failure: ComponentError | None, *, completed: bool) -> Obj | None:
-        """Recompute the status from the cached children."""
+        """Recompute the status from the cached children (nothing while the cache lags our last rollout write)."""
+        if ctx.extra.get(UNSEEN):
+            return None
         pcs = ctx.owner
         decision: ReplicaDecision | None = ctx.extra.get(LIFECYCLE)
         update: dict[str, Any] = {}
@@ -70,3 +89,9 @@ class PodCliqueSetReconciler(
         if completed and pcs.metadata.generation is not None:
             status["observedGeneration"] = pcs.metadata.generation
         return status
+
+    async def publish_status(self, ctx: PcsContext, status: Obj) -> None:
+        """Write the status; remember a rollout move until the cache shows it."""
+        moved = rollout_signature(status) != rollout_signature(ctx.raw.get("status"))
+        if await write_status(self.deps.client, self.resource, ctx.raw, status) and moved:
+            self.rollouts.remember(ctx.key, status, ctx.now)

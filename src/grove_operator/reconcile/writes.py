@@ -101,16 +101,33 @@ async def _set_finalizers(client: Client, rt: ResourceType, obj: Mapping[str, An
     await client.patch(rt, str(meta["name"]), body, str(meta.get("namespace") or ""))
 
 
-def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Obj | None:
-    """The merge patch turning status `old` into `new` (removed keys become null), or None when equal."""
-    old = old or {}
-    if dict(old) == dict(new):
-        return None
-    patch: Obj = dict(new)
+def _merge_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> Obj:
+    patch: Obj = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if key in old and before == value:
+            continue
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            patch[key] = _merge_diff(before, value)
+        else:
+            patch[key] = value
     for key in old:
         if key not in new:
             patch[key] = None
     return patch
+
+
+def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Obj | None:
+    """The JSON merge patch (RFC 7386) turning status `old` into `new`, or None when equal.
+
+    The server merges nested objects, so a field removed deep inside (`updateProgress.currentlyUpdating` when an
+    update ends) must be sent as null at its own depth; only what changed is sent. Statuses hold no nulls (merge
+    patch cannot write one).
+    """
+    old = old or {}
+    if dict(old) == dict(new):
+        return None
+    return _merge_diff(old, new)
 
 
 async def write_status(client: Client, rt: ResourceType, obj: Mapping[str, Any], new_status: Mapping[str, Any]) -> bool:

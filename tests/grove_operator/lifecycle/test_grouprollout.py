@@ -12,11 +12,11 @@ from grove_operator.lifecycle.lane import GroupReplica
 
 
 def replica(
-    index: int, *, stale: bool = True, available: bool = True, settled: bool | None = None, terminating: bool = False
+    index: int, *, stale: bool = True, available: bool = True, quiet: bool | None = None, terminating: bool = False
 ) -> GroupReplica:
-    """A scaling-group replica in a given state (settled defaults to available and up to date)."""
-    done = available and not stale if settled is None else settled
-    return GroupReplica(index, (f"m{index}",), not terminating, stale, available, done, terminating, 0)
+    """A scaling-group replica in a given state (quiet, i.e. every pod Ready, defaults to available)."""
+    whole = available if quiet is None else quiet
+    return GroupReplica(index, (f"m{index}",), not terminating, stale, available, whole, terminating, 0)
 
 
 def test_unavailable_old_replicas_go_at_once_available_ones_one_at_a_time_lowest_first() -> None:
@@ -30,7 +30,8 @@ def test_unavailable_old_replicas_go_at_once_available_ones_one_at_a_time_lowest
 def test_waits_while_a_replica_is_being_recreated_or_not_fully_ready_or_not_its_turn() -> None:
     """A terminating member, an unsettled up-to-date replica or the lane hold the next replica back."""
     assert plan_group([replica(0), replica(1, stale=False, terminating=True)], turn=True).replace is None
-    assert plan_group([replica(0), replica(1, stale=False, available=True, settled=False)], turn=True).replace is None
+    assert plan_group([replica(0), replica(1, stale=False, available=True, quiet=False)], turn=True).replace is None
+    assert plan_group([replica(0), replica(1, available=True, quiet=False)], turn=True).replace is None
     assert plan_group([replica(0)], turn=False).replace is None
     assert plan_group([replica(0, stale=False)], turn=True).old == 0
 
@@ -50,18 +51,18 @@ class Group:
         plan = plan_group(self.replicas, turn=True)
         for index in [*plan.recreate_now, *([plan.replace] if plan.replace is not None else [])]:
             self.recreated.append(index)
-            self.replicas[index] = replica(index, stale=False, available=False, settled=False, terminating=True)
+            self.replicas[index] = replica(index, stale=False, available=False, quiet=False, terminating=True)
 
     def environment(self, event: int) -> None:
-        """A deleted replica's PodCliques are gone and come back, or a recreated replica becomes available/settled."""
+        """A deleted replica's PodCliques come back, or a recreated replica becomes available, then whole."""
         index = event % len(self.replicas)
         current = self.replicas[index]
         if current.terminating:
             self.replicas[index] = replace(current, terminating=False, complete=True)
         elif not current.stale and not current.available:
             self.replicas[index] = replace(current, available=True)
-        elif not current.stale and not current.settled:
-            self.replicas[index] = replace(current, settled=True)
+        elif not current.stale and not current.quiet:
+            self.replicas[index] = replace(current, quiet=True)
 
 
 @settings(max_examples=200)

@@ -14,7 +14,7 @@ from grove_runtime.clock import FakeClock
 
 
 def states(*specs: tuple[bool, bool, int]) -> dict[int, ReplicaState]:
-    """Replica states from (stale, available, scheduled pods)."""
+    """Replica states from (stale, settled, scheduled pods)."""
     return {i: ReplicaState(i, *spec) for i, spec in enumerate(specs)}
 
 
@@ -35,8 +35,8 @@ def test_a_template_change_starts_an_update_and_picks_unscheduled_then_breached_
     assert current_replica(step.progress) == 0
 
 
-def test_the_current_replica_is_kept_until_it_is_updated_and_available_again() -> None:
-    """Still stale, or updated but not available: the update stays on it; then the next; finally it ends."""
+def test_the_current_replica_is_kept_until_it_is_updated_and_whole_again() -> None:
+    """Still stale, or updated but a pod not Ready yet: the update stays on it; then the next; finally it ends."""
     clock = FakeClock()
     replicas = states((True, True, 2), (True, True, 2))
     progress = plan_rollout("RollingRecreate", "old", "new", None, replicas, clock.now()).progress
@@ -119,9 +119,9 @@ class World:
             return
         state = self.replicas[current]
         if state.stale:
-            self.replicas[current] = replace(state, stale=False, available=False)
-        elif not state.available:
-            self.replicas[current] = replace(state, available=True)
+            self.replicas[current] = replace(state, stale=False, settled=False)
+        elif not state.settled:
+            self.replicas[current] = replace(state, settled=True)
 
     def retarget(self) -> None:
         self.target = "v2"
@@ -131,7 +131,7 @@ class World:
 @settings(max_examples=200)
 @given(st.integers(1, 6), st.data())
 def test_one_replica_at_a_time_and_the_update_converges_to_the_newest_template(count: int, data: st.DataObject) -> None:
-    """Only the replica being updated is ever unavailable, it is never left before it is available again, and the
+    """Only the replica being updated is ever short of a pod, it is never left before it is whole again, and the
     update ends (not stuck) with every replica on the newest template, also with a second update mid-way."""
     world = World({i: ReplicaState(i, True, True, 2) for i in range(count)})
     retarget_at = data.draw(st.integers(0, 40), label="second update after step")
@@ -139,7 +139,7 @@ def test_one_replica_at_a_time_and_the_update_converges_to_the_newest_template(c
         if step == retarget_at:
             world.retarget()
         world.act()
-        down = {i for i, s in world.replicas.items() if not s.available}
+        down = {i for i, s in world.replicas.items() if not s.settled}
         assert down <= {current_replica(world.progress)}
         world.environment(data.draw(st.integers(0, 9), label="event"))
     for _ in range(4 * count + 4):
@@ -148,5 +148,5 @@ def test_one_replica_at_a_time_and_the_update_converges_to_the_newest_template(c
     world.act()
     assert not update_open(world.progress)
     assert world.progress is not None
-    assert all(not s.stale and s.available for s in world.replicas.values())
+    assert all(not s.stale and s.settled for s in world.replicas.values())
     assert len(world.picked) == len(set(world.picked)) or retarget_at < 60

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -52,9 +53,17 @@ from grove_operator.reconcile.concurrency import bounded
 from grove_operator.reconcile.ownership import managed
 from grove_operator.reconcile.writes import delete_if_exists
 from grove_runtime import errors
-from grove_runtime.keys import Result
+from grove_runtime.keys import ObjectKey, Result
 
-__all__ = ["LIFECYCLE", "REASON_GANG_TERMINATION", "PodCliqueSetReplicas", "ReplicaDecision"]
+__all__ = [
+    "LIFECYCLE",
+    "REASON_GANG_TERMINATION",
+    "UNSEEN",
+    "PodCliqueSetReplicas",
+    "ReplicaDecision",
+    "WrittenRollouts",
+    "rollout_signature",
+]
 
 log = structlog.get_logger("grove_operator.podcliqueset.replica")
 Obj = dict[str, Any]
@@ -62,6 +71,46 @@ LIFECYCLE = "lifecycle"
 """`ctx.extra` key of this reconcile's `ReplicaDecision`."""
 REASON_GANG_TERMINATION = "GangTermination"
 REASON_GANG_TERMINATION_ACTIVE = "GangTerminationActive"
+UNSEEN = "rollout-unseen"
+"""`ctx.extra` flag: the cache does not show this operator's last rollout write yet (decide nothing, write nothing)."""
+UNSEEN_LIMIT = timedelta(seconds=10)
+"""After this long a write the cache never showed (lost, overwritten) stops holding the PodCliqueSet back."""
+
+
+def rollout_signature(status: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """The part of a PodCliqueSet status the rolling update decides: hash, start, end, replica being updated."""
+    status = status or {}
+    progress = status.get("updateProgress") or {}
+    current = [(c.get("replicaIndex"), c.get("updateStartedAt")) for c in progress.get("currentlyUpdating") or ()]
+    started, ended = progress.get("updateStartedAt"), progress.get("updateEndedAt")
+    return (status.get("currentGenerationHash"), started, ended, current)
+
+
+class WrittenRollouts:
+    """The rollout state last written per PodCliqueSet, until the cache shows it (upstream keeps the same
+    expectation for the generation hash): a decision taken on an older cached status would undo the last one,
+    or pick a replica again."""
+
+    def __init__(self) -> None:
+        self._written: dict[ObjectKey, tuple[tuple[Any, ...], datetime]] = {}
+
+    def remember(self, key: ObjectKey, status: Mapping[str, Any], now: datetime) -> None:
+        """A status with this rollout state was just written."""
+        self._written[key] = (rollout_signature(status), now)
+
+    def unseen(self, key: ObjectKey, cached: Mapping[str, Any] | None, now: datetime) -> bool:
+        """Whether the cached status still lacks the last write (forgotten once seen, or after `UNSEEN_LIMIT`)."""
+        entry = self._written.get(key)
+        if entry is None:
+            return False
+        if rollout_signature(cached) == entry[0] or now - entry[1] > UNSEEN_LIMIT:
+            del self._written[key]
+            return False
+        return True
+
+    def forget(self, key: ObjectKey) -> None:
+        """The PodCliqueSet is gone."""
+        self._written.pop(key, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +150,8 @@ class PodCliqueSetReplicas:
 
     async def sync(self, ctx: PcsContext) -> Result | None:
         """Decide, record the decision for the status, carry out the terminations."""
+        if ctx.extra.get(UNSEEN):
+            return Result(requeue_after=CONTINUE_AFTER)
         pcs = ctx.owner
         template = pcs.spec.template
         hashes = hashing.clique_hashes(template)
