@@ -9,7 +9,8 @@ builder calls (For / Owns / Watches with map functions and predicates), followin
   status-only changes batched over `child_batch_period`, stretched to `owner_batch_scale` times the last
   reconcile's duration, because one reconcile re-derives the whole hierarchy);
   Owns PodGang (delete or generation change, batched: hand edits are reverted); Owns the SA-token Secret (token
-  filled in);
+  filled in); Watches scaling-group member PodCliques (created, deleted or conditions moved, batched) → their PCS,
+  whose PodGangs reference their pods and whose gang termination reads their breaches;
   Watches ClusterTopologyBinding → the PCSs referencing it. It does not watch pods.
 * podclique (10): For PodClique (create/delete, generation/labels change); Watches Pods → their PodClique
   (create/delete, status, gates, node or deletion change; batched like the PCS's child events, so the pods of a
@@ -147,6 +148,9 @@ ROLLOUT_CHANGED: Predicate = predicate(
 )
 """A PodCliqueSet's rolling update moved (started, next replica, ended) or its strategy changed."""
 
+MEMBER_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _DELETION, ("status", "conditions")))
+"""A scaling-group member appears, goes, or its conditions (breach, availability) move."""
+
 SCHEDULED_CHANGED: Predicate = predicate(
     update=lambda o, n: _changed(o, n, ("status", "scheduledReplicas")), create=lambda _o: False
 )
@@ -157,6 +161,14 @@ def _pods_to_podclique(pod: Obj) -> Iterable[ObjectKey]:
     meta = _meta(pod)
     name = (meta.get("labels") or {}).get(glabels.LABEL_PODCLIQUE)
     return (ObjectKey(str(meta.get("namespace") or ""), str(name)),) if name else ()
+
+
+def _member_to_pcs(pclq: Obj) -> Iterable[ObjectKey]:
+    meta = _meta(pclq)
+    labels = meta.get("labels") or {}
+    if not labels.get(glabels.LABEL_PCSG) or not labels.get(glabels.LABEL_PART_OF):
+        return ()
+    return (ObjectKey(str(meta.get("namespace") or ""), str(labels[glabels.LABEL_PART_OF])),)
 
 
 def _podgang_to_podcliques(gang: Obj) -> Iterable[ObjectKey]:
@@ -241,6 +253,9 @@ def build(
     # PodGang spec changes are mostly the PCS's own pod-reference writes: batched like child status.
     pcs.watch(gang_inf, enqueue_owner(GROUP, "PodCliqueSet"), CHILD_CHANGED, batch_period=batch, batch_scale=scale)
     pcs.watch(secret_inf, enqueue_owner(GROUP, "PodCliqueSet"), TOKEN_FILLED)
+    # Scaling-group members come and go by their group (a recreated replica), and the PodGangs must follow them;
+    # their conditions decide gang termination of the whole PCS replica.
+    pcs.watch(pclq_inf, enqueue_mapped(_member_to_pcs), MEMBER_CHANGED, batch_period=batch, batch_scale=scale)
 
     def topology_to_pcs(ct: Obj) -> Iterable[ObjectKey]:
         name = str(_meta(ct).get("name") or "")

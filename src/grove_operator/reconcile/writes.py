@@ -130,16 +130,28 @@ def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Obj |
     return _merge_diff(old, new)
 
 
-async def write_status(client: Client, rt: ResourceType, obj: Mapping[str, Any], new_status: Mapping[str, Any]) -> bool:
-    """Write `new_status` through the status subresource if it differs from the object's; True when written."""
+async def write_status(
+    client: Client,
+    rt: ResourceType,
+    obj: Mapping[str, Any],
+    new_status: Mapping[str, Any],
+    *,
+    precondition: bool = False,
+) -> bool:
+    """Write `new_status` through the status subresource if it differs from the object's; True when written.
+
+    `precondition`: only if the object is still at the cached resourceVersion (else `errors.Conflict`), for a
+    status another controller also writes into, which a write from a stale cache would undo.
+    """
     patch = status_patch(obj.get("status"), new_status)
     if patch is None:
         return False
     meta = obj.get("metadata") or {}
+    body: Obj = {"status": patch}
+    if precondition and meta.get("resourceVersion"):
+        body["metadata"] = {"resourceVersion": meta["resourceVersion"]}
     try:
-        await client.patch(
-            rt, str(meta["name"]), {"status": patch}, str(meta.get("namespace") or ""), subresource="status"
-        )
+        await client.patch(rt, str(meta["name"]), body, str(meta.get("namespace") or ""), subresource="status")
     except errors.NotFound:
         return False
     return True

@@ -1,7 +1,9 @@
 """PodCliqueScalingGroup status: per-replica scheduled/available/updated and MinAvailableBreached (§3.6).
 
 A PCSG replica only counts when all its member PodCliques (by expected name) exist; the breach condition is what
-PCSG- and PCS-level gang termination key on.
+PCSG- and PCS-level gang termination key on. A replica is "not in breach" when every member reports
+`MinAvailableBreached` False (or Unknown, while it is being updated); upstream also counts members that report
+nothing yet, which made a freshly rebuilt group look healthy for a moment and clear `GangTerminationInProgress`.
 """
 
 from __future__ import annotations
@@ -80,8 +82,11 @@ def compute_scaling_group_status(
         ]
         updated_members += sum(fresh)
         all_converged = all_converged and all(fresh)
-        if complete and not any(
-            condition_status(m.status.conditions if m.status else None, CONDITION_MIN_AVAILABLE_BREACHED) == "True"
+        # A member not reporting yet (just created, by a rebuild say) is not healthy: only False (or Unknown, during
+        # its update) counts, so the breach does not flip to False, and clear GangTerminationInProgress, meanwhile.
+        if complete and all(
+            condition_status(m.status.conditions if m.status else None, CONDITION_MIN_AVAILABLE_BREACHED)
+            in ("False", "Unknown")
             for m in present
         ):
             not_in_breach += 1

@@ -210,3 +210,21 @@ def test_topology_condition() -> None:
     missing = condition({"gpu-cluster": narrow})
     assert (missing["status"], missing["reason"]) == ("True", "ClusterTopologyLevelsUnavailable")
     assert "rack" in missing["message"]
+
+
+def test_a_member_not_reporting_yet_keeps_the_group_in_breach(sample: Callable[[str], PodCliqueSet]) -> None:
+    """A member PodClique without conditions (just recreated) is not healthy: the breach stays True and
+    GangTerminationInProgress is not cleared."""
+    pcs = _with_hash(sample(MULTI))
+    pcsg, members = _pcsg_and_members(pcs, "model-instance", [[LEADER_OK, OK]])
+    fresh = members[0].model_copy(update={"status": None})
+    gt = {"type": "GangTerminationInProgress", "status": "True", "reason": "R"}
+    gt["lastTransitionTime"] = "2026-11-22T07:00:00Z"
+    pcsg = PodCliqueScalingGroup.model_validate(
+        _with_status(pcsg.model_dump(by_alias=True, exclude_none=True), {"conditions": [gt]})
+    )
+    status = pcsg_status.compute_scaling_group_status(pcs, pcsg, [fresh, *members[1:]], NOW)
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [
+        ("MinAvailableBreached", "True"),
+        ("GangTerminationInProgress", "True"),
+    ]

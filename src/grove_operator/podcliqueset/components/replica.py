@@ -73,6 +73,7 @@ REASON_GANG_TERMINATION = "GangTermination"
 REASON_GANG_TERMINATION_ACTIVE = "GangTerminationActive"
 UNSEEN = "rollout-unseen"
 """`ctx.extra` flag: the cache does not show this operator's last rollout write yet (decide nothing, write nothing)."""
+MARK_ATTEMPTS = 5
 UNSEEN_LIMIT = timedelta(seconds=10)
 """After this long a write the cache never showed (lost, overwritten) stops holding the PodCliqueSet back."""
 
@@ -249,24 +250,33 @@ class PodCliqueSetReplicas:
 
     @staticmethod
     async def _mark(ctx: PcsContext, pcsg: Obj, index: int) -> None:
-        """`GangTerminationInProgress=True` on a scaling group of the rebuilt replica (cleared when it recovers)."""
-        conditions = [
-            c
-            for c in (pcsg.get("status") or {}).get("conditions") or ()
-            if c.get("type") != CONDITION_GANG_TERMINATION_IN_PROGRESS
-        ]
-        conditions.append(
-            {
-                "type": CONDITION_GANG_TERMINATION_IN_PROGRESS,
-                "status": "True",
-                "lastTransitionTime": format_time(ctx.now),
-                "reason": REASON_GANG_TERMINATION_ACTIVE,
-                "message": f"PodCliqueSet replica {index} is being rebuilt by gang termination",
-            }
-        )
+        """`GangTerminationInProgress=True` on a scaling group of the rebuilt replica (cleared when it recovers).
+
+        Read fresh and written with its resourceVersion, retried on a conflict: the scaling group's own status
+        writes race with this one (they too carry the resourceVersion, so neither undoes the other)."""
         name = str(pcsg["metadata"]["name"])
-        try:
-            body = {"status": {"conditions": conditions}}
-            await ctx.client.patch(PODCLIQUESCALINGGROUPS, name, body, ctx.namespace, subresource="status")
-        except errors.NotFound:
-            return
+        mark = {
+            "type": CONDITION_GANG_TERMINATION_IN_PROGRESS,
+            "status": "True",
+            "lastTransitionTime": format_time(ctx.now),
+            "reason": REASON_GANG_TERMINATION_ACTIVE,
+            "message": f"PodCliqueSet replica {index} is being rebuilt by gang termination",
+        }
+        for _ in range(MARK_ATTEMPTS):
+            try:
+                fresh = await ctx.client.get(PODCLIQUESCALINGGROUPS, name, ctx.namespace)
+                conditions = [
+                    c
+                    for c in (fresh.get("status") or {}).get("conditions") or ()
+                    if c.get("type") != CONDITION_GANG_TERMINATION_IN_PROGRESS
+                ]
+                body = {
+                    "metadata": {"resourceVersion": fresh["metadata"]["resourceVersion"]},
+                    "status": {"conditions": [*conditions, mark]},
+                }
+                await ctx.client.patch(PODCLIQUESCALINGGROUPS, name, body, ctx.namespace, subresource="status")
+                return
+            except errors.NotFound:
+                return
+            except errors.Conflict:
+                continue
