@@ -17,9 +17,11 @@ builder calls (For / Owns / Watches with map functions and predicates), followin
   PodClique moving together cost one reconcile and one status write); Watches PodGang → the PodCliques of its PodGroups;
   Watches PodClique status → the scaled-gang PodCliques waiting for that base gang to be scheduled; Watches PCS
   (rolling update moved: `status.updateProgress`, `currentGenerationHash`, `spec.updateStrategy`) → its standalone
-  PodCliques.
+  PodCliques; Watches PodClique and PCSG status (batched) → the other standalone PodCliques of the same PCS replica
+  while a rolling update works on it (the lane: one unit settling is what the next waits for).
 * podcliquescalinggroup (5): For PCSG (create/delete, generation change); Owns PodClique (spec at once, status batched);
-  Watches PCS (generation change, rolling update moved) → its PCSGs.
+  Watches PCS (generation change, rolling update moved) → its PCSGs; Watches PodClique and PCSG status (batched) →
+  the other PCSGs of the same PCS replica while a rolling update works on it.
 * podgang (5): For PodGang (create/delete, generation change).
 
 Pods, Services, Secrets, ServiceAccounts, Roles, RoleBindings and HPAs are cached only if labelled
@@ -263,6 +265,26 @@ def build(
 
     pcs.watch(topo_inf, enqueue_mapped(topology_to_pcs))
 
+    def lane(obj: Obj, rt: Any, component: str | None) -> list[ObjectKey]:
+        """While a rolling update works on the object's PCS replica, the other units of that replica's lane (of
+        kind `rt`): one unit settling is what the next one waits for."""
+        meta = _meta(obj)
+        labels = meta.get("labels") or {}
+        pcs_name, replica = labels.get(glabels.LABEL_PART_OF), labels.get(glabels.LABEL_PCS_REPLICA_INDEX)
+        namespace = str(meta.get("namespace") or "")
+        owner = cache.get(PODCLIQUESETS, ObjectKey(namespace, str(pcs_name))) if pcs_name and replica else None
+        progress = ((owner or {}).get("status") or {}).get("updateProgress") or {}
+        current = progress.get("currentlyUpdating") or ()
+        if progress.get("updateEndedAt") or not current or str(current[0].get("replicaIndex")) != replica:
+            return []
+        return [
+            ObjectKey.of(o)
+            for o in cache.by_index(rt, INDEX_PART_OF, f"{namespace}/{pcs_name}")
+            if (_meta(o).get("labels") or {}).get(glabels.LABEL_PCS_REPLICA_INDEX) == replica
+            and (component is None or (_meta(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == component)
+            and _meta(o).get("name") != meta.get("name")
+        ]
+
     pclq = controller(
         "podclique",
         PodCliqueReconciler(deps),
@@ -292,6 +314,9 @@ def build(
         ]
 
     pclq.watch(pcs_inf, enqueue_mapped(pcs_to_standalone_pclqs), ROLLOUT_CHANGED)
+    to_pclqs = enqueue_mapped(lambda o: lane(o, PODCLIQUES, glabels.COMPONENT_PCS_PODCLIQUE))
+    for unit_inf in (pclq_inf, pcsg_inf):
+        pclq.watch(unit_inf, to_pclqs, STATUS_ONLY, batch_period=batch)
 
     pcsg = controller(
         "podcliquescalinggroup",
@@ -309,6 +334,9 @@ def build(
 
     pcsg.watch(pcs_inf, enqueue_mapped(pcs_to_pcsgs), GENERATION_OR_DELETION)
     pcsg.watch(pcs_inf, enqueue_mapped(pcs_to_pcsgs), ROLLOUT_CHANGED)
+    to_pcsgs = enqueue_mapped(lambda o: lane(o, PODCLIQUESCALINGGROUPS, None))
+    for unit_inf in (pclq_inf, pcsg_inf):
+        pcsg.watch(unit_inf, to_pcsgs, STATUS_ONLY, batch_period=batch)
 
     gang = controller("podgang", PodGangReconciler(deps), config.podgang_workers)
     gang.watch(gang_inf, enqueue_self(), GENERATION_OR_DELETION)

@@ -113,7 +113,8 @@ def _availability(pclq: PodClique, ready: int, min_available: int) -> tuple[str,
         return (
             "False",
             REASON_NOT_YET_AVAILABLE,
-            f"{ready} Ready pods < minAvailable {min_available}, never reached since creation",
+            f"{ready} Ready pods < minAvailable {min_available}; never available since it was created, so gang "
+            "termination leaves it alone until it is",
         )
     return ("False", REASON_INSUFFICIENT_READY_PODS, f"{ready} Ready pods < minAvailable {min_available}")
 
