@@ -323,7 +323,7 @@ def rolling_update(cluster: Cluster, pcs: str = "llm", timeout: float = 60.0) ->
     cluster.kubectl("get", "pcs,pcsg")
     print(f"Events of pcs/{pcs} about the update:")
     events = get_json(cluster, "events", "--field-selector", f"involvedObject.name={pcs}")["items"]
-    for event in sorted(events, key=lambda e: e.get("lastTimestamp") or ""):
+    for event in sorted(events, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"])):
         if event["reason"] in ("RollingUpdateStarted", "UpdatingReplica", "ReplicaUpdated", "RollingUpdateCompleted"):
             print(f"  {event['reason']:<22} {event['message']}")
 
