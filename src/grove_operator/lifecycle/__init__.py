@@ -9,8 +9,10 @@ Modules::
     facts         CliqueFacts, clique_facts          one PodClique's pods: live, Ready, scheduled, old, terminating
     lane          Unit, GroupReplica, replica_lane   a PCS replica's PodCliques and scaling groups in update order
     rollout       plan_rollout, ReplicaState         the PodCliqueSet's update: start, next replica, end
-    podrollout    plan_pods, PodPlan                 which pods of a PodClique go now
-    grouprollout  plan_group, GroupPlan              which replicas of a scaling group are recreated now
+    replacement   plan_replacement, Member           the one rule: unready old members at once, serving ones singly
+    podrollout    plan_pods, PodPlan                 ... for the pods of a PodClique
+    grouprollout  plan_group, GroupPlan              ... for the replicas of a scaling group
+    progress      podclique_progress, group_progress a unit's updateProgress after a step
     termination   plan_replica_termination, ...      which broken gangs outlived terminationDelay
     sources       cache_sources                      the cache as the lookups `lane` reads (the one I/O module)
 """

@@ -14,42 +14,17 @@ rule, for a scaling group of the PodCliqueSet replica being updated:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from grove_operator.lifecycle.lane import GroupReplica
+from grove_operator.lifecycle.replacement import Member, Replacement, plan_replacement
 
 __all__ = ["GroupPlan", "plan_group"]
 
-
-@dataclass(frozen=True, slots=True)
-class GroupPlan:
-    """One step of a scaling group's rolling update."""
-
-    recreate_now: tuple[int, ...] = ()
-    """Old replicas that are not available."""
-    replace: int | None = None
-    """The old available replica to recreate now."""
-    old: int = 0
-    """Replicas on an older template before this step (0: the scaling group is updated)."""
-    waiting: str | None = None
-    """Why the next available replica waits, when it does."""
+GroupPlan = Replacement[int]
+"""`at_once`: the old replicas that are not available; `replace`: the available one to recreate now."""
 
 
 def plan_group(replicas: Sequence[GroupReplica], *, turn: bool) -> GroupPlan:
     """The step for a scaling group whose replicas are `replicas`; `turn`: the lane lets it take one down."""
-    old = [r for r in replicas if r.stale and not r.terminating]
-    unavailable = tuple(r.index for r in old if not r.available)
-    candidates = [r for r in old if r.available]
-    if not candidates:
-        return GroupPlan(unavailable, None, len(old))
-    waiting: str | None = None
-    if not turn:
-        waiting = "an earlier PodClique or scaling group of the replica is still updating"
-    elif unavailable or any(r.terminating for r in replicas):
-        waiting = "replicas of the scaling group are still being recreated"
-    chosen = min(candidates, key=lambda r: r.index)
-    if waiting is None and not all(r.quiet for r in replicas if r is not chosen):
-        waiting = "a replica of the scaling group is not fully Ready"
-    if waiting is not None:
-        return GroupPlan(unavailable, None, len(old), waiting)
-    return GroupPlan((), chosen.index, len(old))
+    members = [Member(r.index, r.stale, r.available, r.quiet, going=r.terminating, order=(r.index,)) for r in replicas]
+    return plan_replacement(members, turn=turn, noun="replica")

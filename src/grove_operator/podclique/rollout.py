@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import structlog
 
-from grove_api import PodCliqueSet, PodCliqueUpdateProgress, PodsSelectedToUpdate
+from grove_api import PodCliqueSet, PodCliqueUpdateProgress
 from grove_operator import hashing
 from grove_operator.desired.layout import identify_podclique
 from grove_operator.kinds import PODCLIQUES
 from grove_operator.lifecycle.lane import lane_allows, replica_lane
 from grove_operator.lifecycle.podrollout import PodPlan, plan_pods
+from grove_operator.lifecycle.progress import podclique_progress
 from grove_operator.lifecycle.rollout import current_replica
 from grove_operator.lifecycle.sources import cache_sources
 from grove_operator.podclique.pods import PCS, PclqContext, owned_pods
@@ -31,7 +31,7 @@ from grove_operator.reconcile.writes import delete_if_exists, record_status
 from grove_runtime.keys import Result
 from grove_runtime.resources import PODS
 
-__all__ = ["PodRollout", "next_progress"]
+__all__ = ["PodRollout"]
 
 log = structlog.get_logger("grove_operator.podclique.rollout")
 Obj = dict[str, Any]
@@ -39,31 +39,6 @@ Obj = dict[str, Any]
 
 def _progress_json(progress: PodCliqueUpdateProgress) -> Obj:
     return progress.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
-def next_progress(
-    progress: PodCliqueUpdateProgress | None, generation: str, target: str, plan: PodPlan, now: datetime
-) -> PodCliqueUpdateProgress | None:
-    """The `updateProgress` after this step: opened for a new target, the Ready pod being replaced recorded, closed
-    once no pod is old; None while there is nothing to say."""
-    current = progress is not None and progress.pod_template_hash == target
-    current = current and progress is not None and progress.pod_clique_set_generation_hash == generation
-    if plan.old == 0:
-        if current and progress is not None and progress.update_ended_at is None:
-            return progress.model_copy(update={"update_ended_at": now, "ready_pods_selected_to_update": None})
-        return progress
-    if not current or progress is None or progress.update_ended_at is not None:
-        progress = PodCliqueUpdateProgress(
-            update_started_at=now, pod_clique_set_generation_hash=generation, pod_template_hash=target
-        )
-    if plan.replace is not None:
-        selected = progress.ready_pods_selected_to_update
-        completed = list(selected.completed or ()) if selected is not None else []
-        if selected is not None and selected.current != plan.replace:
-            completed.append(selected.current)
-        chosen = PodsSelectedToUpdate(current=plan.replace, completed=completed or None)
-        progress = progress.model_copy(update={"ready_pods_selected_to_update": chosen})
-    return progress
 
 
 @dataclass(frozen=True)
@@ -103,13 +78,13 @@ class PodRollout:
         plan = plan_pods(pods, target, ctx.owner.spec.replicas, turn=turn)
         if not my_turn:  # only the replica being updated loses pods; another one may only close its progress
             plan = PodPlan(old=plan.old)
-        new = next_progress(progress, generation, target, plan, ctx.now) if my_turn or not plan.old else progress
+        new = podclique_progress(progress, generation, target, plan, ctx.now) if my_turn or not plan.old else progress
         if new != progress and new is not None:
             if not await self._record(ctx, new):
                 return None
             if new.update_ended_at is not None:
                 await ctx.recorder.normal(ctx.raw, "PodCliqueUpdated", f"every pod runs template {target}")
-        victims = [*plan.delete_now, *([plan.replace] if plan.replace else [])]
+        victims = [*plan.at_once, *([plan.replace] if plan.replace else [])]
         if victims:
             await self._delete(ctx, plan, victims)
         if my_turn and plan.old:
@@ -138,12 +113,12 @@ class PodRollout:
         ctx.expectations.lower(ctx.key, deletions=sum(1 for r in results if r is False) + len(failures))
         if failures:
             raise ComponentError(error_code(self.name), "delete", describe(failures[0]))
-        if plan.delete_now:
-            shown = ", ".join(plan.delete_now[:5])
+        if plan.at_once:
+            shown = ", ".join(plan.at_once[:5])
             await ctx.recorder.normal(
                 ctx.raw,
                 "DeletedOutdatedPods",
-                f"deleted {len(plan.delete_now)} pod(s) on an older template that were not Ready: {shown}",
+                f"deleted {len(plan.at_once)} pod(s) on an older template that were not Ready: {shown}",
             )
         if plan.replace:
             await ctx.recorder.normal(

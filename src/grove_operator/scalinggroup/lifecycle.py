@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -25,9 +24,7 @@ import structlog
 
 from grove_api import (
     PodClique,
-    PodCliqueScalingGroupUpdateProgress,
     PodCliqueSet,
-    ReplicasSelectedToUpdate,
 )
 from grove_api import labels as glabels
 from grove_operator import hashing
@@ -35,6 +32,7 @@ from grove_operator.desired.layout import is_terminating, scaling_group_identity
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS
 from grove_operator.lifecycle.grouprollout import GroupPlan, plan_group
 from grove_operator.lifecycle.lane import lane_allows, replica_lane
+from grove_operator.lifecycle.progress import group_progress
 from grove_operator.lifecycle.rollout import current_replica
 from grove_operator.lifecycle.sources import cache_sources
 from grove_operator.lifecycle.termination import Breach, pclq_breach, plan_group_termination, termination_delay
@@ -43,34 +41,11 @@ from grove_operator.reconcile.writes import delete_if_exists, record_status
 from grove_operator.scalinggroup.members import PCS, PcsgContext, member_podcliques
 from grove_runtime.keys import Result
 
-__all__ = ["REASON_GANG_TERMINATION", "ScalingGroupReplicas", "next_group_progress"]
+__all__ = ["REASON_GANG_TERMINATION", "ScalingGroupReplicas"]
 
 log = structlog.get_logger("grove_operator.scalinggroup.lifecycle")
 Obj = dict[str, Any]
 REASON_GANG_TERMINATION = "GangTermination"
-
-
-def next_group_progress(
-    progress: PodCliqueScalingGroupUpdateProgress | None, generation: str, plan: GroupPlan, now: datetime
-) -> PodCliqueScalingGroupUpdateProgress | None:
-    """The `updateProgress` after this step: opened for a new generation, the replica being recreated recorded,
-    closed once no replica is old."""
-    current = progress is not None and progress.pod_clique_set_generation_hash == generation
-    if plan.old == 0:
-        if current and progress is not None and progress.update_ended_at is None:
-            ended = {"update_ended_at": now, "ready_replica_indices_selected_to_update": None}
-            return progress.model_copy(update=ended)
-        return progress
-    if not current or progress is None or progress.update_ended_at is not None:
-        progress = PodCliqueScalingGroupUpdateProgress(update_started_at=now, pod_clique_set_generation_hash=generation)
-    if plan.replace is not None:
-        selected = progress.ready_replica_indices_selected_to_update
-        completed = list(selected.completed or ()) if selected is not None else []
-        if selected is not None and selected.current != plan.replace:
-            completed.append(selected.current)
-        chosen = ReplicasSelectedToUpdate(current=plan.replace, completed=completed or None)
-        progress = progress.model_copy(update={"ready_replica_indices_selected_to_update": chosen})
-    return progress
 
 
 def _replica_of(pclq: Obj) -> int | None:
@@ -111,14 +86,14 @@ class ScalingGroupReplicas:
             plan = GroupPlan(old=plan.old)
         new = progress
         if my_turn or not plan.old or not rolling:
-            new = next_group_progress(progress, generation, plan, ctx.now)
+            new = group_progress(progress, generation, plan, ctx.now)
         if not rolling and new is not None and new.update_ended_at is None:
             new = new.model_copy(update={"update_ended_at": ctx.now})
         if new != progress and new is not None:
             progress_json = new.model_dump(by_alias=True, exclude_none=True, mode="json")
             if not await record_status(ctx, PODCLIQUESCALINGGROUPS, {"updateProgress": progress_json}):
                 return None
-        victims = [*plan.recreate_now, *([plan.replace] if plan.replace is not None else [])]
+        victims = [*plan.at_once, *([plan.replace] if plan.replace is not None else [])]
         if victims:
             await self._recreate(ctx, victims)
             shown = ", ".join(map(str, victims))

@@ -65,6 +65,24 @@ async def gang_terminations(kube: KubeClient, namespace: str, name: str) -> list
     return [e for e in events if e["reason"] == "GangTermination" and e["involvedObject"]["name"] == name]
 
 
+async def break_a_gang(
+    kube: KubeClient, namespace: str, body: Obj, pods: int, pclq: str, rebuilt: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Create `body`, wait for its `pods` pods, cordon every node, delete a pod of `pclq`, and wait until every
+    PodClique named `rebuilt`... has a new uid: the PodClique uids (before, after)."""
+    await create_pcs(kube, namespace, body)
+    await wait_for(lambda: all_ready(kube, namespace, pods), "all pods Ready")
+    before = await uids(kube, namespace)
+    await cordon(kube, True)
+    await delete_one_pod(kube, namespace, pclq)
+
+    async def done() -> dict[str, str] | None:
+        now = await uids(kube, namespace)
+        return now if changed(before, now, rebuilt) else None
+
+    return before, await wait_for(done, f"{rebuilt}* rebuilt")
+
+
 def changed(before: dict[str, str], after: dict[str, str], prefix: str) -> bool:
     """Every PodClique named `prefix`... exists again with a new uid."""
     names = [n for n in before if n.startswith(prefix)]
@@ -83,17 +101,8 @@ async def test_a_replica_breached_longer_than_the_delay_is_rebuilt_once_and_not_
     """GT1: a standalone clique loses a pod it cannot get back: after 2 s every PodClique of that replica is rebuilt
     (new uids; the other replica untouched) with a Warning Event; the rebuilt replica, never available since, is
     not rebuilt again however long its breach lasts; uncordoned, everything comes back."""
-    await create_pcs(kube, namespace, workload("gt", delay="2s", standalone=(("worker", 2, 2),), group_replicas=1))
-    await wait_for(lambda: all_ready(kube, namespace, 10), "all pods Ready")
-    before = await uids(kube, namespace)
-    await cordon(kube, True)
-    await delete_one_pod(kube, namespace, "gt-0-worker")
-
-    async def rebuilt() -> dict[str, str] | None:
-        now = await uids(kube, namespace)
-        return now if changed(before, now, "gt-0-") else None
-
-    after = await wait_for(rebuilt, "replica 0 rebuilt")
+    body = workload("gt", delay="2s", standalone=(("worker", 2, 2),), group_replicas=1)
+    before, after = await break_a_gang(kube, namespace, body, 10, "gt-0-worker", "gt-0-")
     assert same(before, after, "gt-1-"), "the other replica is left alone"
     (event,) = await gang_terminations(kube, namespace, "gt")
     assert event["type"] == "Warning"
@@ -149,17 +158,7 @@ async def test_a_broken_scaling_group_replica_is_recreated_alone_when_the_group_
 ) -> None:
     """GT5: scaling group of 2 replicas, minAvailable 1: replica 1 broken for 2 s is recreated alone."""
     body = workload("gs", replicas=1, delay="2s", standalone=(("worker", 2, 2),), group_replicas=2, group_min=1)
-    await create_pcs(kube, namespace, body)
-    await wait_for(lambda: all_ready(kube, namespace, 8), "all pods Ready")
-    before = await uids(kube, namespace)
-    await cordon(kube, True)
-    await delete_one_pod(kube, namespace, "gs-0-inst-1-follower")
-
-    async def recreated() -> dict[str, str] | None:
-        now = await uids(kube, namespace)
-        return now if changed(before, now, "gs-0-inst-1-") else None
-
-    after = await wait_for(recreated, "scaling-group replica 1 recreated")
+    before, after = await break_a_gang(kube, namespace, body, 8, "gs-0-inst-1-follower", "gs-0-inst-1-")
     assert same(before, after, "gs-0-inst-0-")
     assert same(before, after, "gs-0-worker")
     (event,) = await gang_terminations(kube, namespace, "gs-0-inst")
@@ -175,17 +174,7 @@ async def test_a_scaling_group_below_its_minimum_gets_the_whole_replica_rebuilt(
     """GT2: the only scaling-group replica broken: the PodCliqueSet rebuilds its whole replica (the standalone
     PodClique too) and marks the group GangTerminationInProgress until it is whole again."""
     body = workload("gw", replicas=1, delay="2s", standalone=(("worker", 2, 2),), group_replicas=1, group_min=1)
-    await create_pcs(kube, namespace, body)
-    await wait_for(lambda: all_ready(kube, namespace, 5), "all pods Ready")
-    before = await uids(kube, namespace)
-    await cordon(kube, True)
-    await delete_one_pod(kube, namespace, "gw-0-inst-0-follower")
-
-    async def rebuilt() -> dict[str, str] | None:
-        now = await uids(kube, namespace)
-        return now if changed(before, now, "gw-0-") else None
-
-    await wait_for(rebuilt, "replica 0 rebuilt")
+    await break_a_gang(kube, namespace, body, 5, "gw-0-inst-0-follower", "gw-0-")
     (event,) = await gang_terminations(kube, namespace, "gw")
     assert "replica 0" in event["message"]
 

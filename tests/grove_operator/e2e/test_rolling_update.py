@@ -3,8 +3,9 @@ the simulated kubelet, an observer checking at every pod event that the update t
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from grove_api import labels as glabels
@@ -37,6 +38,22 @@ async def settled(kube: KubeClient, namespace: str, name: str, pods: int, image:
     if status.get("updatedReplicas") != replicas or status.get("availableReplicas") != replicas:
         return None
     return pcs if len({template_hash(p) for p in live}) == 1 else None
+
+
+@contextlib.asynccontextmanager
+async def updating(kube: KubeClient, namespace: str, name: str, *, deleted: int) -> AsyncIterator[PodObserver]:
+    """A two-replica PodCliqueSet `name`, all Ready, then an update to V2 that has replaced `deleted` pods; the
+    observer watching since before the update."""
+    await create_pcs(kube, namespace, workload(name))
+    await wait_for(lambda: settled(kube, namespace, name, 2 * PODS_PER_REPLICA), "all pods Ready")
+    async with PodObserver(kube, namespace) as observer:
+        await set_image(kube, namespace, name, V2)
+
+        async def under_way() -> bool:
+            return len(observer.deleted) >= deleted
+
+        await wait_for(under_way, "the update under way")
+        yield observer
 
 
 async def test_rolling_update_takes_one_pod_one_group_replica_one_replica_at_a_time(
@@ -86,19 +103,10 @@ async def test_a_second_update_mid_update_converges_to_the_newest_template(
     operator: OperatorThread, crds: SimCluster, kube: KubeClient, namespace: str
 ) -> None:
     """Upstream #400: a new image while the first update is half-way; the update ends on the newest template."""
-    async with running_scheduler(crds.kubeconfig):
-        await create_pcs(kube, namespace, workload("twice"))
-        await wait_for(lambda: settled(kube, namespace, "twice", 2 * PODS_PER_REPLICA), "all pods Ready")
-        async with PodObserver(kube, namespace) as observer:
-            await set_image(kube, namespace, "twice", V2)
-
-            async def first_replaced() -> bool:
-                return len(observer.deleted) >= 3
-
-            await wait_for(first_replaced, "the first update under way")
-            await set_image(kube, namespace, "twice", V3)
-            pcs = await wait_for(lambda: settled(kube, namespace, "twice", 2 * PODS_PER_REPLICA, V3), "done", 120)
-        assert observer.violations == []
+    async with running_scheduler(crds.kubeconfig), updating(kube, namespace, "twice", deleted=3) as observer:
+        await set_image(kube, namespace, "twice", V3)
+        pcs = await wait_for(lambda: settled(kube, namespace, "twice", 2 * PODS_PER_REPLICA, V3), "done", 120)
+    assert observer.violations == []
     assert pcs["status"]["updateProgress"]["updateEndedAt"] >= pcs["status"]["updateProgress"]["updateStartedAt"]
 
 
@@ -106,17 +114,8 @@ async def test_replicas_added_during_an_update_start_on_the_new_template_and_are
     operator: OperatorThread, crds: SimCluster, kube: KubeClient, namespace: str
 ) -> None:
     """Scale-out mid-update: the new replica's pods have the new template and none of them is ever deleted."""
-    async with running_scheduler(crds.kubeconfig):
-        await create_pcs(kube, namespace, workload("grow"))
-        await wait_for(lambda: settled(kube, namespace, "grow", 2 * PODS_PER_REPLICA), "all pods Ready")
-        async with PodObserver(kube, namespace) as observer:
-            await set_image(kube, namespace, "grow", V2)
-
-            async def under_way() -> bool:
-                return len(observer.deleted) >= 1
-
-            await wait_for(under_way, "the update under way")
-            await kube.scale(PODCLIQUESETS, "grow", namespace, 3)
-            await wait_for(lambda: settled(kube, namespace, "grow", 3 * PODS_PER_REPLICA, V2), "update done", 120)
-        assert observer.violations == []
-        assert 2 not in {replica for replica, _, _ in observer.deleted}
+    async with running_scheduler(crds.kubeconfig), updating(kube, namespace, "grow", deleted=1) as observer:
+        await kube.scale(PODCLIQUESETS, "grow", namespace, 3)
+        await wait_for(lambda: settled(kube, namespace, "grow", 3 * PODS_PER_REPLICA, V2), "update done", 120)
+    assert observer.violations == []
+    assert 2 not in {replica for replica, _, _ in observer.deleted}

@@ -22,9 +22,9 @@ def replica(
 def test_unavailable_old_replicas_go_at_once_available_ones_one_at_a_time_lowest_first() -> None:
     """Broken old replicas are recreated together; available ones wait for them, then go lowest index first."""
     plan = plan_group([replica(0), replica(1, available=False), replica(2, available=False)], turn=True)
-    assert (plan.recreate_now, plan.replace) == ((1, 2), None)
+    assert (plan.at_once, plan.replace) == ((1, 2), None)
     plan = plan_group([replica(2), replica(0), replica(1, stale=False)], turn=True)
-    assert (plan.recreate_now, plan.replace, plan.old) == ((), 0, 2)
+    assert (plan.at_once, plan.replace, plan.old) == ((), 0, 2)
 
 
 def test_waits_while_a_replica_is_being_recreated_or_not_fully_ready_or_not_its_turn() -> None:
@@ -49,7 +49,7 @@ class Group:
 
     def act(self) -> None:
         plan = plan_group(self.replicas, turn=True)
-        for index in [*plan.recreate_now, *([plan.replace] if plan.replace is not None else [])]:
+        for index in [*plan.at_once, *([plan.replace] if plan.replace is not None else [])]:
             self.recreated.append(index)
             self.replicas[index] = replica(index, stale=False, available=False, quiet=False, terminating=True)
 

@@ -20,7 +20,7 @@ def test_not_ready_old_pods_go_at_once_ready_ones_one_at_a_time_oldest_first() -
     unready = [pod("p1", ready=False), pod("p2", ready=False)]
     pods = [pod("r2", created=2), pod("r1", created=1), pod("new", "new"), *unready]
     plan = plan_pods(pods, "new", 5, turn=True)
-    assert plan.delete_now == ("p1", "p2")
+    assert plan.at_once == ("p1", "p2")
     assert plan.replace is None, "a Ready pod must wait while replacements of the unready ones are pending"
     ready = [pod("r2", created=2), pod("r1", created=1), pod("new", "new")]
     assert plan_pods(ready, "new", 3, turn=True).replace == "r1"
@@ -30,7 +30,7 @@ def test_a_ready_pod_that_crashed_before_is_never_deleted_with_the_unready_ones(
     """Upstream #697: a Ready pod whose container once exited non-zero is Ready, so it waits its turn."""
     pods = [pod("a", crashed_before=True), pod("b", crashed_before=True), pod("c", ready=False)]
     plan = plan_pods(pods, "new", 3, turn=True)
-    assert plan.delete_now == ("c",)
+    assert plan.at_once == ("c",)
     assert plan.replace is None
 
 
@@ -75,7 +75,7 @@ def test_never_deletes_a_ready_pod_with_the_unready_ones_nor_more_than_one(
     ]
     plan = plan_pods(pods, "new", replicas, turn=turn)
     live = [(p, s) for p, s in zip(pods, states, strict=True) if not s["terminating"]]
-    assert set(plan.delete_now) == {p["metadata"]["name"] for p, s in live if s["old"] and not s["ready"]}
+    assert set(plan.at_once) == {p["metadata"]["name"] for p, s in live if s["old"] and not s["ready"]}
     assert plan.old == sum(1 for _, s in live if s["old"])
     if plan.replace is None:
         return
@@ -83,7 +83,7 @@ def test_never_deletes_a_ready_pod_with_the_unready_ones_nor_more_than_one(
     assert chosen["old"]
     assert chosen["ready"]
     assert turn
-    assert not plan.delete_now
+    assert not plan.at_once
     assert not any(s["terminating"] for s in states)
     assert all(s["ready"] for _, s in live)
     assert len(live) >= replicas
@@ -118,7 +118,7 @@ class Clique:
     def act(self) -> None:
         """One reconcile of the rolling update: delete what the plan says."""
         plan = plan_pods(list(self.pods.values()), self.target, self.replicas, turn=True)
-        for name in [*plan.delete_now, *([plan.replace] if plan.replace else [])]:
+        for name in [*plan.at_once, *([plan.replace] if plan.replace else [])]:
             if plan.replace == name:
                 self.deleted_ready.append(name)
             self.pods[name]["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z"
