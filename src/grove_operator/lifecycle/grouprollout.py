@@ -18,13 +18,11 @@ from collections.abc import Sequence
 from grove_operator.lifecycle.lane import GroupReplica
 from grove_operator.lifecycle.replacement import Member, Replacement, plan_replacement
 
-__all__ = ["GroupPlan", "plan_group"]
-
-GroupPlan = Replacement[int]
-"""`at_once`: the old replicas that are not available; `replace`: the available one to recreate now."""
+__all__ = ["plan_group"]
 
 
-def plan_group(replicas: Sequence[GroupReplica], *, turn: bool) -> GroupPlan:
-    """The step for a scaling group whose replicas are `replicas`; `turn`: the lane lets it take one down."""
+def plan_group(replicas: Sequence[GroupReplica], *, turn: bool) -> Replacement[int]:
+    """The step for a scaling group whose replicas are `replicas`; `turn`: the lane lets it take one down.
+    `at_once`: the old replicas that are not available; `replace`: the available one to recreate now."""
     members = [Member(r.index, r.stale, r.available, r.quiet, going=r.terminating, order=(r.index,)) for r in replicas]
     return plan_replacement(members, turn=turn, noun="replica")

@@ -24,11 +24,9 @@ from grove_operator.desired.scalein import is_active, is_ready
 from grove_operator.lifecycle.facts import template_hash_of
 from grove_operator.lifecycle.replacement import Member, Replacement, plan_replacement
 
-__all__ = ["PodPlan", "plan_pods"]
+__all__ = ["plan_pods"]
 
 Obj = Mapping[str, Any]
-PodPlan = Replacement[str]
-"""`at_once`: the old pods that are not Ready; `replace`: the Ready one to delete now."""
 
 
 def _member(pod: Obj, target_hash: str) -> Member[str]:
@@ -44,9 +42,10 @@ def _member(pod: Obj, target_hash: str) -> Member[str]:
     )
 
 
-def plan_pods(pods: Iterable[Obj], target_hash: str, replicas: int, *, turn: bool) -> PodPlan:
+def plan_pods(pods: Iterable[Obj], target_hash: str, replicas: int, *, turn: bool) -> Replacement[str]:
     """The step for a PodClique whose pods are `pods` (terminating ones included), whose newest template hash is
-    `target_hash` and which wants `replicas` pods; `turn`: the lane lets it take a Ready pod down."""
+    `target_hash` and which wants `replicas` pods; `turn`: the lane lets it take a Ready pod down. `at_once`: the
+    old pods that are not Ready; `replace`: the Ready one to delete now."""
     members = [_member(p, target_hash) for p in pods if is_terminating(p) or is_active(p)]
     live = sum(1 for m in members if not m.going)
     shortfall = f"{live} of {replicas} pods exist" if live < replicas else None

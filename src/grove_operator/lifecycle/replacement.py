@@ -18,7 +18,7 @@ __all__ = ["Member", "Replacement", "plan_replacement"]
 K = TypeVar("K", bound=Hashable)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # not slotted: see `Replacement`
 class Member(Generic[K]):
     """One pod or scaling-group replica as the rule sees it."""
 
@@ -35,7 +35,9 @@ class Member(Generic[K]):
     """Replacement order among the serving old members (smallest first)."""
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted: calling a subscripted generic such as `Replacement[str](...)` sets `__orig_class__` on the instance,
+# which a slotted frozen dataclass refuses with a TypeError.
+@dataclass(frozen=True)
 class Replacement(Generic[K]):
     """One step of a unit's rolling update."""
 

@@ -21,8 +21,9 @@ from grove_operator import hashing
 from grove_operator.desired.layout import identify_podclique
 from grove_operator.kinds import PODCLIQUES
 from grove_operator.lifecycle.lane import lane_allows, replica_lane
-from grove_operator.lifecycle.podrollout import PodPlan, plan_pods
+from grove_operator.lifecycle.podrollout import plan_pods
 from grove_operator.lifecycle.progress import podclique_progress
+from grove_operator.lifecycle.replacement import Replacement
 from grove_operator.lifecycle.rollout import current_replica
 from grove_operator.lifecycle.sources import cache_sources
 from grove_operator.podclique.pods import PCS, PclqContext, owned_pods
@@ -77,7 +78,7 @@ class PodRollout:
         pods = owned_pods(ctx)
         plan = plan_pods(pods, target, ctx.owner.spec.replicas, turn=turn)
         if not my_turn:  # only the replica being updated loses pods; another one may only close its progress
-            plan = PodPlan(old=plan.old)
+            plan = Replacement(old=plan.old)
         new = podclique_progress(progress, generation, target, plan, ctx.now) if my_turn or not plan.old else progress
         if new != progress and new is not None:
             if not await self._record(ctx, new):
@@ -103,7 +104,7 @@ class PodRollout:
     async def _record(ctx: PclqContext, progress: PodCliqueUpdateProgress) -> bool:
         return await record_status(ctx, PODCLIQUES, {"updateProgress": _progress_json(progress)})
 
-    async def _delete(self, ctx: PclqContext, plan: PodPlan, victims: list[str]) -> None:
+    async def _delete(self, ctx: PclqContext, plan: Replacement[str], victims: list[str]) -> None:
         """Delete the victims, expecting their deletions so the next reconcile waits for the cache to show them."""
         ctx.expectations.expect(ctx.key, deletions=len(victims))
         results = await asyncio.gather(

@@ -30,9 +30,10 @@ from grove_api import labels as glabels
 from grove_operator import hashing
 from grove_operator.desired.layout import is_terminating, scaling_group_identity
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS
-from grove_operator.lifecycle.grouprollout import GroupPlan, plan_group
+from grove_operator.lifecycle.grouprollout import plan_group
 from grove_operator.lifecycle.lane import lane_allows, replica_lane
 from grove_operator.lifecycle.progress import group_progress
+from grove_operator.lifecycle.replacement import Replacement
 from grove_operator.lifecycle.rollout import current_replica
 from grove_operator.lifecycle.sources import cache_sources
 from grove_operator.lifecycle.termination import Breach, pclq_breach, plan_group_termination, termination_delay
@@ -83,7 +84,7 @@ class ScalingGroupReplicas:
         my_turn = rolling and current_replica(pcs.status.update_progress if pcs.status else None) == pcs_replica
         plan = plan_group(own.replicas or (), turn=my_turn and lane_allows(lane, ctx.key.name))
         if not my_turn:
-            plan = GroupPlan(old=plan.old)
+            plan = Replacement(old=plan.old)
         new = progress
         if my_turn or not plan.old or not rolling:
             new = group_progress(progress, generation, plan, ctx.now)
