@@ -17,8 +17,9 @@ builder calls (For / Owns / Watches with map functions and predicates), followin
   PodClique moving together cost one reconcile and one status write); Watches PodGang → the PodCliques of its PodGroups;
   Watches PodClique status → the scaled-gang PodCliques waiting for that base gang to be scheduled; Watches PCS
   (rolling update moved: `status.updateProgress`, `currentGenerationHash`, `spec.updateStrategy`) → its standalone
-  PodCliques; Watches PodClique and PCSG status (batched) → the other standalone PodCliques of the same PCS replica
-  while a rolling update works on it (the lane: one unit settling is what the next waits for).
+  PodCliques, and (`currentGenerationHash` moved) → its scaling-group members; Watches PodClique and PCSG status
+  (batched) → the other standalone PodCliques of the same PCS replica while a rolling update works on it (the lane:
+  one unit settling is what the next waits for).
 * podcliquescalinggroup (5): For PCSG (create/delete, generation change); Owns PodClique (spec at once, status batched);
   Watches PCS (generation change, rolling update moved) → its PCSGs; Watches PodClique and PCSG status (batched) →
   the other PCSGs of the same PCS replica while a rolling update works on it.
@@ -31,7 +32,7 @@ with only the fields the operator reads (`grove_operator.podcache`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,6 +150,13 @@ ROLLOUT_CHANGED: Predicate = predicate(
     create=lambda _o: False, update=lambda o, n: _changed(o, n, *_ROLLOUT), delete=lambda _o: False
 )
 """A PodCliqueSet's rolling update moved (started, next replica, ended) or its strategy changed."""
+
+GENERATION_HASH_CHANGED: Predicate = predicate(
+    create=lambda _o: False,
+    update=lambda o, n: _changed(o, n, ("status", "currentGenerationHash")),
+    delete=lambda _o: False,
+)
+"""A PodCliqueSet's pod templates changed (once per template change, whatever the strategy)."""
 
 MEMBER_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _DELETION, ("status", "conditions")))
 """A scaling-group member appears, goes, or its conditions (breach, availability) move."""
@@ -304,16 +312,25 @@ def build(
 
     pclq.watch(pclq_inf, enqueue_mapped(waiting_on_base), SCHEDULED_CHANGED)
 
-    def pcs_to_standalone_pclqs(obj: Obj) -> Iterable[ObjectKey]:
-        meta = _meta(obj)
-        key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-        return [
-            ObjectKey.of(o)
-            for o in cache.by_index(PODCLIQUES, INDEX_PART_OF, key)
-            if (_meta(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == glabels.COMPONENT_PCS_PODCLIQUE
-        ]
+    def pcs_to_pclqs(standalone: bool) -> Callable[[Obj], Iterable[ObjectKey]]:
+        """The PCS's standalone PodCliques (`standalone`) or its scaling-group members."""
 
-    pclq.watch(pcs_inf, enqueue_mapped(pcs_to_standalone_pclqs), ROLLOUT_CHANGED)
+        def mapped(obj: Obj) -> Iterable[ObjectKey]:
+            meta = _meta(obj)
+            key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+            return [
+                ObjectKey.of(o)
+                for o in cache.by_index(PODCLIQUES, INDEX_PART_OF, key)
+                if ((_meta(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == glabels.COMPONENT_PCS_PODCLIQUE)
+                == standalone
+            ]
+
+        return mapped
+
+    pclq.watch(pcs_inf, enqueue_mapped(pcs_to_pclqs(standalone=True)), ROLLOUT_CHANGED)
+    # A rolling update recreates scaling-group members rather than patching them, so nothing else tells a member
+    # of a replica not yet updated that its pods no longer run the newest template (its `updatedReplicas`).
+    pclq.watch(pcs_inf, enqueue_mapped(pcs_to_pclqs(standalone=False)), GENERATION_HASH_CHANGED)
     to_pclqs = enqueue_mapped(lambda o: lane(o, PODCLIQUES, glabels.COMPONENT_PCS_PODCLIQUE))
     for unit_inf in (pclq_inf, pcsg_inf):
         pclq.watch(unit_inf, to_pclqs, STATUS_ONLY, batch_period=batch)

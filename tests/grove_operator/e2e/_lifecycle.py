@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +19,12 @@ from grove_api import labels as glabels
 from grove_operator.kinds import PODCLIQUESETS
 from grove_runtime import errors
 from grove_runtime.client import KubeClient
+from grove_runtime.clock import FakeClock
 from grove_runtime.resources import NODES, PODS
 from grove_sched.app import build as build_scheduler
 from grove_sched.config import SchedulerConfig
+
+from ._harness import OperatorThread, wait_for
 
 Obj = dict[str, Any]
 IMAGE = "registry.example.com/llm:1"
@@ -43,6 +46,28 @@ async def running_scheduler(kubeconfig: str) -> AsyncIterator[None]:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await client.close()
+
+
+def fast_clock_operator(kubeconfig: str, speed: float = 10) -> Iterator[OperatorThread]:
+    """A grove-operator on a fake clock advanced `speed` times as fast as real time (for a module's `operator`
+    fixture): "30 s of the operator's time" passes in 3 s while every timer, requeue and retry keeps running."""
+    op = OperatorThread(kubeconfig, clock=FakeClock(), speed=speed).start()
+    try:
+        yield op
+    finally:
+        op.kill()
+
+
+async def operator_time_passes(operator: OperatorThread, seconds: float) -> None:
+    """Wait until `seconds` of the operator's own (simulated) time have passed."""
+    assert operator.clock is not None
+    clock = operator.clock
+    start = operator.call(clock.monotonic)
+
+    async def passed() -> bool:
+        return operator.call(clock.monotonic) - start >= seconds
+
+    await wait_for(passed, f"{seconds} s of the operator's time")
 
 
 def _clique(name: str, replicas: int, min_available: int, image: str) -> Obj:

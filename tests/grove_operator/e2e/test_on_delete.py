@@ -13,12 +13,19 @@ import pytest
 
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESETS
 from grove_runtime.client import KubeClient
-from grove_runtime.clock import FakeClock
 from grove_runtime.resources import PODS
 from grove_sim.testing import SimCluster
 
 from ._harness import OperatorThread, create_pcs, items, live_pods, wait_for
-from ._lifecycle import PodObserver, is_ready, running_scheduler, set_image, workload
+from ._lifecycle import (
+    PodObserver,
+    fast_clock_operator,
+    is_ready,
+    operator_time_passes,
+    running_scheduler,
+    set_image,
+    workload,
+)
 from .test_rolling_update import PODS_PER_REPLICA, V2, settled
 
 Obj = dict[str, Any]
@@ -27,23 +34,7 @@ Obj = dict[str, Any]
 @pytest.fixture(scope="module")
 def operator(crds: SimCluster) -> Iterator[OperatorThread]:
     """One grove-operator on a fake clock running at ten times real time."""
-    op = OperatorThread(crds.kubeconfig, clock=FakeClock(), speed=10).start()
-    try:
-        yield op
-    finally:
-        op.kill()
-
-
-async def operator_time_passes(operator: OperatorThread, seconds: float) -> None:
-    """Wait until `seconds` of the operator's own (simulated) time have passed."""
-    assert operator.clock is not None
-    clock = operator.clock
-    start = operator.call(clock.monotonic)
-
-    async def passed() -> bool:
-        return operator.call(clock.monotonic) - start >= seconds
-
-    await wait_for(passed, f"{seconds} s of the operator's time")
+    yield from fast_clock_operator(crds.kubeconfig)
 
 
 def images(pods: list[Obj]) -> dict[str, str]:
