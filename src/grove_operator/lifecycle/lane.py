@@ -28,13 +28,20 @@ __all__ = ["GroupReplica", "Sources", "Unit", "clique_unit", "group_replicas", "
 Obj = Mapping[str, Any]
 
 
+def _nothing_pending(_name: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Sources:
-    """Cache lookups by name: a live PodClique, a scaling group, the pods of a PodClique."""
+    """Cache lookups by name: a live PodClique, a scaling group, the pods of a PodClique, and whether a PodClique
+    has pod creations or deletions the cache does not show yet (another controller's worker deleted a pod a moment
+    ago: that PodClique is not quiet, whatever its cached pods say)."""
 
     pclq: Callable[[str], PodClique | None]
     pcsg: Callable[[str], PodCliqueScalingGroup | None]
     pods: Callable[[str], Sequence[Obj]]
+    pending: Callable[[str], bool] = _nothing_pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,14 +95,22 @@ def _label_stale(pclq: PodClique | None, expected: str | None) -> bool:
 
 
 def clique_unit(
-    name: str, pclq: PodClique | None, facts: CliqueFacts, replicas: int, min_available: int, expected: str | None
+    name: str,
+    pclq: PodClique | None,
+    facts: CliqueFacts,
+    replicas: int,
+    min_available: int,
+    expected: str | None,
+    *,
+    pending: bool = False,
 ) -> Unit:
-    """A standalone PodClique as a unit (missing: neither available nor settled)."""
+    """A standalone PodClique as a unit (missing: neither available nor settled; `pending`: pod writes the cache
+    does not show yet)."""
     live = _live(pclq)
     stale = _label_stale(live, expected) or facts.old > 0
     available = live is not None and facts.available(min_available)
     wanted = live.spec.replicas if live is not None else replicas
-    quiet = live is not None and facts.quiet(wanted)
+    quiet = live is not None and facts.quiet(wanted) and not pending
     return Unit(name, stale, available, quiet, facts.scheduled)
 
 
@@ -129,7 +144,7 @@ def group_replicas(
             stale = stale or member_stale
             complete = complete and live is not None
             available = available and live is not None and facts.available(min_available)
-            quiet = quiet and live is not None and facts.quiet(wanted)
+            quiet = quiet and live is not None and facts.quiet(wanted) and not sources.pending(name)
         out.append(GroupReplica(j, names, complete, stale, available, quiet, terminating, scheduled))
     return tuple(out)
 
@@ -150,6 +165,7 @@ def replica_lane(pcs: PodCliqueSet, index: int, sources: Sources, hashes: Mappin
                 clique.spec.replicas,
                 clique.spec.effective_min_available(),
                 expected,
+                pending=sources.pending(name),
             )
         )
     for config in scaling_group_configs(pcs.spec.template):

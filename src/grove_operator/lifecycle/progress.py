@@ -3,7 +3,7 @@
 
 Opened (`updateStartedAt`) when the unit has something on an older template and its progress is for another target
 or already ended; the member being replaced recorded as `current`, the previous one moved to `completed`; closed
-(`updateEndedAt`) once nothing is old. Upstream's fields, so `kubectl get -o yaml` reads the same.
+(`updateEndedAt`) once nothing is old or still going. Upstream's fields, so `kubectl get -o yaml` reads the same.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _advance(
     selection: Callable[[Hashable, list[Any] | None], Any],
 ) -> P | None:
     if plan.old == 0:
-        if matches and progress is not None and progress.update_ended_at is None:
+        if plan.going == 0 and matches and progress is not None and progress.update_ended_at is None:
             return progress.model_copy(update={"update_ended_at": now, field: None})
         return progress
     if not matches or progress is None or progress.update_ended_at is not None:

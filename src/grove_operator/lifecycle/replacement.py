@@ -46,7 +46,10 @@ class Replacement(Generic[K]):
     replace: K | None = None
     """The serving old member to replace now (None: none may go yet, or none is left)."""
     old: int = 0
-    """Live members on an older template before this step (0: the unit is updated)."""
+    """Live members on an older template before this step (0 and none `going`: the unit is updated)."""
+    going: int = 0
+    """Members being deleted: an update is not over while one is (a scaling-group replica being recreated still
+    runs its old pods until its PodCliques are gone)."""
     waiting: str | None = None
     """Why the next serving member waits, when it does."""
 
@@ -60,8 +63,9 @@ def plan_replacement(
     old = [m for m in live if m.old]
     at_once = tuple(m.key for m in sorted((m for m in old if not m.serving), key=lambda m: m.order))
     candidates = sorted((m for m in old if m.serving), key=lambda m: m.order)
+    going = len(members) - len(live)
     if not candidates:
-        return Replacement(at_once, None, len(old))
+        return Replacement(at_once, None, len(old), going=going)
     chosen = candidates[0]
     waiting: str | None = None
     if not turn:
@@ -73,5 +77,5 @@ def plan_replacement(
     elif not all(m.whole for m in live if m is not chosen):
         waiting = f"a {noun} of the unit is not whole"
     if waiting is not None:
-        return Replacement(at_once, None, len(old), waiting)
-    return Replacement((), chosen.key, len(old))
+        return Replacement(at_once, None, len(old), going, waiting)
+    return Replacement((), chosen.key, len(old), going=going)

@@ -36,4 +36,7 @@ def cache_sources(ctx: SyncContext[Any]) -> Sources:
     def pods(name: str) -> Sequence[Obj]:
         return ctx.cache.by_index(PODS, INDEX_PODCLIQUE, f"{namespace}/{name}")
 
-    return Sources(pclq, pcsg, pods)
+    def pending(name: str) -> bool:
+        return not ctx.expectations.satisfied(ObjectKey(namespace, name))
+
+    return Sources(pclq, pcsg, pods, pending)

@@ -11,6 +11,7 @@ OnDelete nothing is deleted here: a pod deleted by hand comes back from the PodC
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from grove_operator.lifecycle.sources import cache_sources
 from grove_operator.podclique.pods import PCS, PclqContext, owned_pods
 from grove_operator.reconcile.failures import ComponentError, describe, error_code
 from grove_operator.reconcile.writes import delete_if_exists, record_status
+from grove_operator.status.podclique import count_pods
 from grove_runtime.keys import Result
 from grove_runtime.resources import PODS
 
@@ -63,25 +65,25 @@ class PodRollout:
         instance = identify_podclique(pcs, ctx.key.name)
         if instance is None or instance.scaling_group is not None:
             return None
+        hashes = hashing.clique_hashes(pcs.spec.template)
+        target = hashes[instance.clique.name]
+        pods = owned_pods(ctx)
         if pcs.spec.effective_update_strategy() == "OnDelete":
             if progress is not None and progress.update_ended_at is None:
-                await self._record(ctx, progress.model_copy(update={"update_ended_at": ctx.now}))
+                await self._record(ctx, progress.model_copy(update={"update_ended_at": ctx.now}), pods, target)
             return None
         if not ctx.expectations.satisfied(ctx.key):
             return None
-        hashes = hashing.clique_hashes(pcs.spec.template)
-        target = hashes[instance.clique.name]
         generation = hashing.generation_hash(pcs.spec.template)
         my_turn = current_replica(pcs.status.update_progress if pcs.status else None) == instance.pcs_replica
         lane = replica_lane(pcs, instance.pcs_replica, cache_sources(ctx), hashes) if my_turn else []
         turn = my_turn and lane_allows(lane, ctx.key.name)
-        pods = owned_pods(ctx)
         plan = plan_pods(pods, target, ctx.owner.spec.replicas, turn=turn)
         if not my_turn:  # only the replica being updated loses pods; another one may only close its progress
-            plan = Replacement(old=plan.old)
+            plan = Replacement(old=plan.old, going=plan.going)
         new = podclique_progress(progress, generation, target, plan, ctx.now) if my_turn or not plan.old else progress
         if new != progress and new is not None:
-            if not await self._record(ctx, new):
+            if not await self._record(ctx, new, pods, target):
                 return None
             if new.update_ended_at is not None:
                 await ctx.recorder.normal(ctx.raw, "PodCliqueUpdated", f"every pod runs template {target}")
@@ -101,8 +103,10 @@ class PodRollout:
         return None
 
     @staticmethod
-    async def _record(ctx: PclqContext, progress: PodCliqueUpdateProgress) -> bool:
-        return await record_status(ctx, PODCLIQUES, {"updateProgress": _progress_json(progress)})
+    async def _record(ctx: PclqContext, progress: PodCliqueUpdateProgress, pods: Sequence[Obj], target: str) -> bool:
+        """The progress, with `updatedReplicas` counted against the same template: never one without the other."""
+        fields = {"updateProgress": _progress_json(progress), "updatedReplicas": count_pods(pods, target).updated}
+        return await record_status(ctx, PODCLIQUES, fields)
 
     async def _delete(self, ctx: PclqContext, plan: Replacement[str], victims: list[str]) -> None:
         """Delete the victims, expecting their deletions so the next reconcile waits for the cache to show them."""

@@ -163,9 +163,17 @@ async def record_status(ctx: SyncContext[M], rt: ResourceType, fields: Mapping[s
     For bookkeeping that must reach the API before the action it describes (a rolling update records the pod it
     is about to delete), so a restart between the two resumes from it; the status written at the end of the
     reconcile starts from the refreshed owner and keeps it. False when the owner is gone.
+
+    Each field is replaced whole (a JSON patch `add`), whatever the cache last showed of it: a merge patch would keep
+    what the new value omits (a new `updateProgress` would keep the last one's `updateEndedAt`), and a diff against
+    a stale cached status would omit a value the API no longer holds.
     """
+    body: Any = [{"op": "add", "path": f"/status/{key}", "value": value} for key, value in fields.items()]
+    patch_type = PatchType.JSON
+    if not ctx.raw.get("status"):  # no status to add into yet
+        body, patch_type = {"status": dict(fields)}, PatchType.MERGE
     try:
-        raw = await ctx.client.patch(rt, ctx.key.name, {"status": dict(fields)}, ctx.namespace, subresource="status")
+        raw = await ctx.client.patch(rt, ctx.key.name, body, ctx.namespace, patch_type=patch_type, subresource="status")
     except errors.NotFound:
         return False
     ctx.raw = raw

@@ -22,10 +22,7 @@ from typing import Any
 
 import structlog
 
-from grove_api import (
-    PodClique,
-    PodCliqueSet,
-)
+from grove_api import PodClique, PodCliqueScalingGroupUpdateProgress, PodCliqueSet
 from grove_api import labels as glabels
 from grove_operator import hashing
 from grove_operator.desired.layout import is_terminating, scaling_group_identity
@@ -40,6 +37,7 @@ from grove_operator.lifecycle.termination import Breach, pclq_breach, plan_group
 from grove_operator.reconcile.concurrency import bounded
 from grove_operator.reconcile.writes import delete_if_exists, record_status
 from grove_operator.scalinggroup.members import PCS, PcsgContext, member_podcliques
+from grove_operator.status.scalinggroup import compute_scaling_group_status
 from grove_runtime.keys import Result
 
 __all__ = ["REASON_GANG_TERMINATION", "ScalingGroupReplicas"]
@@ -84,16 +82,14 @@ class ScalingGroupReplicas:
         my_turn = rolling and current_replica(pcs.status.update_progress if pcs.status else None) == pcs_replica
         plan = plan_group(own.replicas or (), turn=my_turn and lane_allows(lane, ctx.key.name))
         if not my_turn:
-            plan = Replacement(old=plan.old)
+            plan = Replacement(old=plan.old, going=plan.going)
         new = progress
         if my_turn or not plan.old or not rolling:
             new = group_progress(progress, generation, plan, ctx.now)
         if not rolling and new is not None and new.update_ended_at is None:
             new = new.model_copy(update={"update_ended_at": ctx.now})
-        if new != progress and new is not None:
-            progress_json = new.model_dump(by_alias=True, exclude_none=True, mode="json")
-            if not await record_status(ctx, PODCLIQUESCALINGGROUPS, {"updateProgress": progress_json}):
-                return None
+        if new != progress and new is not None and not await self._record(ctx, pcs, new):
+            return None
         victims = [*plan.at_once, *([plan.replace] if plan.replace is not None else [])]
         if victims:
             await self._recreate(ctx, victims)
@@ -108,6 +104,16 @@ class ScalingGroupReplicas:
             return None  # no gang termination while the group is being updated
         await self._terminate(ctx, pcs)
         return None
+
+    @staticmethod
+    async def _record(ctx: PcsgContext, pcs: PodCliqueSet, progress: PodCliqueScalingGroupUpdateProgress) -> bool:
+        """The progress, with `updatedReplicas` counted against the same template: never one without the other."""
+        members = [ctx.parsed.parse(PodClique, o) for o in member_podcliques(ctx)]
+        fields = {
+            "updateProgress": progress.model_dump(by_alias=True, exclude_none=True, mode="json"),
+            "updatedReplicas": compute_scaling_group_status(pcs, ctx.owner, members, ctx.now)["updatedReplicas"],
+        }
+        return await record_status(ctx, PODCLIQUESCALINGGROUPS, fields)
 
     async def _terminate(self, ctx: PcsgContext, pcs: PodCliqueSet) -> None:
         """Recreate the replicas whose counting breach outlived the delay, or requeue for the earliest one."""

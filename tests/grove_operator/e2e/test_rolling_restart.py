@@ -10,6 +10,7 @@ from grove_runtime.client import KubeClient
 from grove_sim.testing import SimCluster
 
 from ._harness import OperatorThread, create_pcs, live_pods, wait_for
+from ._history import History, untrue_counters
 from ._lifecycle import PodObserver, running_scheduler, set_image, workload
 from .test_rolling_update import PODS_PER_REPLICA, V2, settled
 
@@ -24,7 +25,8 @@ async def test_an_operator_killed_at_random_moments_resumes_the_update_from_the_
     crds: SimCluster, kube: KubeClient, namespace: str
 ) -> None:
     """Four kills at random moments during the update: it still takes one thing down at a time, one replica after
-    the other, replaces every old pod exactly once and ends on the new template."""
+    the other, replaces every old pod exactly once, never writes a count that is not true and ends on the new
+    template."""
     operator = await asyncio.to_thread(OperatorThread(crds.kubeconfig).start)
     try:
         async with running_scheduler(crds.kubeconfig):
@@ -32,7 +34,7 @@ async def test_an_operator_killed_at_random_moments_resumes_the_update_from_the_
             await wait_for(lambda: settled(kube, namespace, "resume", 2 * PODS_PER_REPLICA), "all pods Ready")
             before = {p["metadata"]["name"] for p in await live_pods(kube, namespace)}
             rng = random.Random(16)
-            async with PodObserver(kube, namespace) as observer:
+            async with PodObserver(kube, namespace) as observer, History(kube, namespace) as history:
                 await set_image(kube, namespace, "resume", V2)
                 for _ in range(4):
                     await asyncio.sleep(rng.uniform(0.05, 0.6))  # picks the moment of the kill; asserts nothing
@@ -41,6 +43,7 @@ async def test_an_operator_killed_at_random_moments_resumes_the_update_from_the_
                     lambda: settled(kube, namespace, "resume", 2 * PODS_PER_REPLICA, V2), "update resumed", 120
                 )
             assert observer.violations == []
+            assert untrue_counters(history, "resume") == [], "no status claimed more than was true, across restarts"
             assert observer.replica_order() == [0, 1]
             assert sorted(name for _, name, _ in observer.deleted) == sorted(before), "each old pod replaced once"
     finally:

@@ -15,6 +15,7 @@ from grove_runtime.resources import EVENTS
 from grove_sim.testing import SimCluster
 
 from ._harness import OperatorThread, create_pcs, items, live_pods, wait_for
+from ._history import History, untrue_counters
 from ._lifecycle import IMAGE, PodObserver, is_ready, running_scheduler, set_image, template_hash, workload
 
 Obj = dict[str, Any]
@@ -41,19 +42,21 @@ async def settled(kube: KubeClient, namespace: str, name: str, pods: int, image:
 
 
 @contextlib.asynccontextmanager
-async def updating(kube: KubeClient, namespace: str, name: str, *, deleted: int) -> AsyncIterator[PodObserver]:
+async def updating(
+    kube: KubeClient, namespace: str, name: str, *, deleted: int
+) -> AsyncIterator[tuple[PodObserver, History]]:
     """A two-replica PodCliqueSet `name`, all Ready, then an update to V2 that has replaced `deleted` pods; the
-    observer watching since before the update."""
+    observer and the history recording since before the update."""
     await create_pcs(kube, namespace, workload(name))
     await wait_for(lambda: settled(kube, namespace, name, 2 * PODS_PER_REPLICA), "all pods Ready")
-    async with PodObserver(kube, namespace) as observer:
+    async with PodObserver(kube, namespace) as observer, History(kube, namespace) as history:
         await set_image(kube, namespace, name, V2)
 
         async def under_way() -> bool:
             return len(observer.deleted) >= deleted
 
         await wait_for(under_way, "the update under way")
-        yield observer
+        yield observer, history
 
 
 async def test_rolling_update_takes_one_pod_one_group_replica_one_replica_at_a_time(
@@ -65,10 +68,11 @@ async def test_rolling_update_takes_one_pod_one_group_replica_one_replica_at_a_t
         await create_pcs(kube, namespace, workload("roll"))
         await wait_for(lambda: settled(kube, namespace, "roll", 2 * PODS_PER_REPLICA), "all pods Ready")
         before = {p["metadata"]["name"] for p in await live_pods(kube, namespace)}
-        async with PodObserver(kube, namespace) as observer:
+        async with PodObserver(kube, namespace) as observer, History(kube, namespace) as history:
             await set_image(kube, namespace, "roll", V2)
             pcs = await wait_for(lambda: settled(kube, namespace, "roll", 2 * PODS_PER_REPLICA, V2), "update done", 120)
         assert observer.violations == [], (observer.deleted, observer.violations[:3])
+        assert untrue_counters(history, "roll") == []
         assert observer.max_down == {"standalone": 1, "group": 1, "replicas": 1}
         assert observer.replica_order() == [0, 1], "one PodCliqueSet replica after the other"
         assert {name for _, name, _ in observer.deleted} == before, "every old pod was replaced once"
@@ -103,10 +107,11 @@ async def test_a_second_update_mid_update_converges_to_the_newest_template(
     operator: OperatorThread, crds: SimCluster, kube: KubeClient, namespace: str
 ) -> None:
     """Upstream #400: a new image while the first update is half-way; the update ends on the newest template."""
-    async with running_scheduler(crds.kubeconfig), updating(kube, namespace, "twice", deleted=3) as observer:
+    async with running_scheduler(crds.kubeconfig), updating(kube, namespace, "twice", deleted=3) as (observer, history):
         await set_image(kube, namespace, "twice", V3)
         pcs = await wait_for(lambda: settled(kube, namespace, "twice", 2 * PODS_PER_REPLICA, V3), "done", 120)
-    assert observer.violations == []
+    assert observer.violations == [], (observer.deleted, observer.violations[:3])
+    assert untrue_counters(history, "twice") == []
     assert pcs["status"]["updateProgress"]["updateEndedAt"] >= pcs["status"]["updateProgress"]["updateStartedAt"]
 
 
@@ -114,8 +119,9 @@ async def test_replicas_added_during_an_update_start_on_the_new_template_and_are
     operator: OperatorThread, crds: SimCluster, kube: KubeClient, namespace: str
 ) -> None:
     """Scale-out mid-update: the new replica's pods have the new template and none of them is ever deleted."""
-    async with running_scheduler(crds.kubeconfig), updating(kube, namespace, "grow", deleted=1) as observer:
+    async with running_scheduler(crds.kubeconfig), updating(kube, namespace, "grow", deleted=1) as (observer, history):
         await kube.scale(PODCLIQUESETS, "grow", namespace, 3)
         await wait_for(lambda: settled(kube, namespace, "grow", 3 * PODS_PER_REPLICA, V2), "update done", 120)
     assert observer.violations == []
+    assert untrue_counters(history, "grow") == []
     assert 2 not in {replica for replica, _, _ in observer.deleted}
