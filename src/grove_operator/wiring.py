@@ -60,6 +60,7 @@ from grove_operator.podclique.reconciler import PodCliqueReconciler
 from grove_operator.podcliqueset.reconciler import PodCliqueSetReconciler
 from grove_operator.podgang.reconciler import PodGangReconciler
 from grove_operator.reconcile.context import Deps
+from grove_operator.scalinggroup.members import MemberDeletionObserver
 from grove_operator.scalinggroup.reconciler import ScalingGroupReconciler
 from grove_runtime.cache import Cache
 from grove_runtime.client import Client
@@ -244,6 +245,7 @@ def build(
     recorder = EventRecorder(client, "grove-operator", clock=clock)
     expectations: Expectations[ObjectKey] = Expectations(timeout=config.expectations_timeout, clock=clock)
     pod_inf.add_handler(PodExpectationsObserver(expectations))
+    pclq_inf.add_handler(MemberDeletionObserver(expectations))
     deps = Deps(client, cache, recorder, config, expectations, clock, ParseMemo())
 
     def controller(name: str, reconciler: Any, workers: int) -> Controller:

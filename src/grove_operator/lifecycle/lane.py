@@ -23,9 +23,24 @@ from grove_api import names as gnames
 from grove_operator.desired.layout import scaling_group_configs, standalone_cliques
 from grove_operator.lifecycle.facts import CliqueFacts, clique_facts
 
-__all__ = ["GroupReplica", "Sources", "Unit", "clique_unit", "group_replicas", "lane_allows", "replica_lane"]
+__all__ = [
+    "GroupReplica",
+    "Sources",
+    "Unit",
+    "clique_unit",
+    "group_replicas",
+    "lane_allows",
+    "member_deletions",
+    "replica_lane",
+]
 
 Obj = Mapping[str, Any]
+
+
+def member_deletions(pcsg_name: str) -> str:
+    """The name a scaling group's deletions of its member PodCliques are expected under (`Sources.pending`); no
+    object can be named with a `#`."""
+    return f"{pcsg_name}#member-deletions"
 
 
 def _nothing_pending(_name: str) -> bool:
@@ -36,7 +51,8 @@ def _nothing_pending(_name: str) -> bool:
 class Sources:
     """Cache lookups by name: a live PodClique, a scaling group, the pods of a PodClique, and whether a PodClique
     has pod creations or deletions the cache does not show yet (another controller's worker deleted a pod a moment
-    ago: that PodClique is not quiet, whatever its cached pods say)."""
+    ago: that PodClique is not quiet, whatever its cached pods say), or a scaling group member deletions
+    (`member_deletions`)."""
 
     pclq: Callable[[str], PodClique | None]
     pcsg: Callable[[str], PodCliqueScalingGroup | None]
@@ -175,12 +191,13 @@ def replica_lane(pcs: PodCliqueSet, index: int, sources: Sources, hashes: Mappin
         count = live.spec.replicas if live is not None else config.effective_replicas()
         minimum = live.spec.effective_min_available() if live is not None else config.effective_min_available()
         replicas = group_replicas(pcs, name, config, count, sources, hashes)
+        recreating = sources.pending(member_deletions(name))
         units.append(
             Unit(
                 name,
                 stale=any(r.stale for r in replicas),
                 available=live is not None and sum(r.available for r in replicas) >= minimum,
-                quiet=live is not None and all(r.quiet for r in replicas),
+                quiet=live is not None and all(r.quiet for r in replicas) and not recreating,
                 scheduled_pods=sum(r.scheduled_pods for r in replicas),
                 replicas=replicas,
             )

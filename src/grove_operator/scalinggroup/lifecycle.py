@@ -28,7 +28,7 @@ from grove_operator import hashing
 from grove_operator.desired.layout import is_terminating, scaling_group_identity
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS
 from grove_operator.lifecycle.grouprollout import plan_group
-from grove_operator.lifecycle.lane import lane_allows, replica_lane
+from grove_operator.lifecycle.lane import lane_allows, member_deletions, replica_lane
 from grove_operator.lifecycle.progress import group_progress
 from grove_operator.lifecycle.replacement import Replacement
 from grove_operator.lifecycle.rollout import current_replica
@@ -38,7 +38,7 @@ from grove_operator.reconcile.concurrency import bounded
 from grove_operator.reconcile.writes import delete_if_exists, record_status
 from grove_operator.scalinggroup.members import PCS, PcsgContext, member_podcliques
 from grove_operator.status.scalinggroup import compute_scaling_group_status
-from grove_runtime.keys import Result
+from grove_runtime.keys import ObjectKey, Result
 
 __all__ = ["REASON_GANG_TERMINATION", "ScalingGroupReplicas"]
 
@@ -152,4 +152,12 @@ class ScalingGroupReplicas:
             for o in member_podcliques(ctx)
             if _replica_of(o) in wanted and not is_terminating(o)
         )
-        await bounded(partial(delete_if_exists, ctx.client, PODCLIQUES, name, ctx.namespace) for name in victims)
+        # Counted until the cache shows them going: the other units of the replica's lane read this group's members
+        # from their own cache, and must not take something down meanwhile.
+        key = ObjectKey(ctx.namespace, member_deletions(ctx.key.name))
+        ctx.expectations.expect(key, deletions=ctx.expectations.pending(key)[1] + len(victims))
+        deleted = await bounded(
+            partial(delete_if_exists, ctx.client, PODCLIQUES, name, ctx.namespace) for name in victims
+        )
+        for _ in range(deleted.count(False)):  # already gone: nothing to observe
+            ctx.expectations.deletion_observed(key)

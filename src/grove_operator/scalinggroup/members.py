@@ -15,15 +15,18 @@ from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet
 from grove_api import labels as glabels
 from grove_api import names as gnames
 from grove_operator import hashing
-from grove_operator.desired.layout import split_indexed_name
+from grove_operator.desired.layout import is_terminating, split_indexed_name
 from grove_operator.desired.podclique import build_pcsg_member_podclique
 from grove_operator.kinds import INDEX_PCSG, PODCLIQUES
+from grove_operator.lifecycle.lane import member_deletions
 from grove_operator.reconcile.childset import IndexedChildSet, IndexedSlots, Slot
 from grove_operator.reconcile.context import SyncContext
 from grove_operator.reconcile.failures import SpecError
 from grove_operator.reconcile.ownership import controlled_children
+from grove_runtime.expectations import Expectations
+from grove_runtime.keys import ObjectKey
 
-__all__ = ["PCS", "MemberPodCliques", "PcsgContext", "member_podcliques"]
+__all__ = ["PCS", "MemberDeletionObserver", "MemberPodCliques", "PcsgContext", "member_podcliques"]
 
 PcsgContext = SyncContext[PodCliqueScalingGroup]
 PCS = "pcs"
@@ -34,6 +37,33 @@ Obj = dict[str, Any]
 def member_podcliques(ctx: PcsgContext) -> list[Obj]:
     """Cached PodCliques labelled with this PCSG and controlled by it."""
     return controlled_children(ctx, PODCLIQUES, INDEX_PCSG)
+
+
+class MemberDeletionObserver:
+    """Informer handler lowering a scaling group's expected member deletions (`lane.member_deletions`) as its
+    member PodCliques are seen going."""
+
+    def __init__(self, expectations: Expectations[ObjectKey]) -> None:
+        self.expectations = expectations
+
+    def _observed(self, pclq: Obj) -> None:
+        meta = pclq.get("metadata") or {}
+        group = (meta.get("labels") or {}).get(glabels.LABEL_PCSG)
+        if group:
+            self.expectations.deletion_observed(ObjectKey(str(meta.get("namespace") or ""), member_deletions(group)))
+
+    def on_add(self, obj: Obj) -> None:
+        """Nothing to observe."""
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        """A member started terminating."""
+        if is_terminating(new) and not is_terminating(old):
+            self._observed(new)
+
+    def on_delete(self, obj: Obj) -> None:
+        """A member vanished without being seen terminating first."""
+        if not is_terminating(obj):
+            self._observed(obj)
 
 
 class MemberPodCliques(IndexedChildSet[PodCliqueScalingGroup]):
