@@ -118,10 +118,13 @@ async def test_a_second_update_mid_update_converges_to_the_newest_template(
 async def test_replicas_added_during_an_update_start_on_the_new_template_and_are_not_rolled(
     operator: OperatorThread, crds: SimCluster, kube: KubeClient, namespace: str
 ) -> None:
-    """Scale-out mid-update: the new replica's pods have the new template and none of them is ever deleted."""
+    """Scale-out mid-update, of the PodCliqueSet (a third replica) and of a scaling group not updated yet (a third
+    replica of replica 1's group): their pods have the new template and none of them is ever deleted."""
     async with running_scheduler(crds.kubeconfig), updating(kube, namespace, "grow", deleted=1) as (observer, history):
         await kube.scale(PODCLIQUESETS, "grow", namespace, 3)
-        await wait_for(lambda: settled(kube, namespace, "grow", 3 * PODS_PER_REPLICA, V2), "update done", 120)
+        await kube.scale(PODCLIQUESCALINGGROUPS, "grow-1-inst", namespace, 3)
+        await wait_for(lambda: settled(kube, namespace, "grow", 3 * PODS_PER_REPLICA + 3, V2), "update done", 120)
     assert observer.violations == []
     assert untrue_counters(history, "grow") == []
     assert 2 not in {replica for replica, _, _ in observer.deleted}
+    assert not [name for _, name, _ in observer.deleted if name.startswith("grow-1-inst-2-")]
