@@ -5,7 +5,7 @@ it is never updated pod by pod: all its member PodCliques are deleted and recrea
 rule, for a scaling group of the PodCliqueSet replica being updated:
 
 * old replicas that are not available (a member below its minAvailable Ready pods) serve nothing: all recreated
-  at once;
+  at once when the replica's lane lets the group act;
 * available ones are recreated one at a time, lowest index first, and only when nothing else of the group is down:
   no member PodClique being deleted, every other replica quiet (complete, every pod Ready), and the replica's lane
   lets the group act (`lane.lane_allows`).

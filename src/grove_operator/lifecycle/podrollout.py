@@ -3,7 +3,7 @@
 The rule, for a standalone PodClique of the PodCliqueSet replica being updated:
 
 * pods on an older template that are not Ready (pending, starting, crash-looping, unknown) serve nothing: they all
-  go at once;
+  go at once when the replica's lane lets this clique act;
 * Ready ones go one at a time, oldest first, and only when nothing else of the clique is down: no pod terminating,
   at least `spec.replicas` pods live and every one of them Ready (the old Ready ones included), and the replica's
   lane lets this clique act (`lane.lane_allows`).

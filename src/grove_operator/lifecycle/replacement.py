@@ -2,7 +2,8 @@
 group (`podrollout`, `grouprollout` say what a member is).
 
 * old members that do not serve (a pod not Ready, a scaling-group replica not available) serve nothing: they all go
-  at once;
+  at once, once the replica's lane lets the unit act (a member the cache shows not serving may have just become
+  Ready: deleting it while another unit is down would take two things down);
 * serving ones go one at a time, in order, and only when nothing else of the unit is down: no member going, none
   missing (`shortfall`), every other member whole, and the replica's lane lets the unit act.
 """
@@ -64,13 +65,13 @@ def plan_replacement(
     at_once = tuple(m.key for m in sorted((m for m in old if not m.serving), key=lambda m: m.order))
     candidates = sorted((m for m in old if m.serving), key=lambda m: m.order)
     going = len(members) - len(live)
+    if not turn and old:  # "not serving" is the cache's word, which may lag: nothing goes before the unit's turn
+        return Replacement((), None, len(old), going, "another PodClique or scaling group of the replica is updating")
     if not candidates:
         return Replacement(at_once, None, len(old), going=going)
     chosen = candidates[0]
     waiting: str | None = None
-    if not turn:
-        waiting = "an earlier PodClique or scaling group of the replica is still updating"
-    elif at_once or len(live) < len(members):
+    if at_once or len(live) < len(members):
         waiting = f"{noun}s of the unit are still being replaced"
     elif shortfall is not None:
         waiting = shortfall
