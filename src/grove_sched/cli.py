@@ -47,6 +47,18 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         default=defaults.inline_solve_limit,
         help="solve on the event loop while solves take at most this many CPU seconds (0: always in a worker thread)",
     )
+    parser.add_argument(
+        "--preemption",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.preemption,
+        help="preempt lower-priority whole gangs for a gang that does not fit",
+    )
+    parser.add_argument(
+        "--preemption-eviction",
+        choices=("delete", "evict"),
+        default=defaults.preemption_eviction,
+        help="remove victims by graceful DELETE or through the Eviction API (honours PodDisruptionBudgets)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     metrics: Address | None = args.metrics
@@ -64,6 +76,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         lease=cmdline.lease_settings(parser, args),
         bind_concurrency=args.bind_concurrency,
         inline_solve_limit=args.inline_solve_limit,
+        preemption=args.preemption,
+        preemption_eviction=args.preemption_eviction,
         log_level=args.log_level,
     )
 

@@ -64,6 +64,8 @@ class AssemblyContext:
     node_label_keys: Collection[str]
     node_labels: Callable[[str], Mapping[str, str] | None]
     priority_of: Callable[[str], int | None] = field(default=lambda _name: None)
+    default_priority: int | None = None
+    """Value of the `globalDefault` PriorityClass, for pods whose priority no class names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +175,8 @@ def topology_keys(podgang: Obj) -> set[str]:
 
 
 def _priority(pods: Sequence[Obj], class_name: str | None, ctx: AssemblyContext) -> int:
-    """PriorityClass value of the gang (its own class, else the pods'), else the pods' resolved `spec.priority`."""
+    """PriorityClass value of the gang (its own class, else the pods'), else the pods' resolved `spec.priority`, else
+    (a priority of 0, what grove-sim's admission leaves) the `globalDefault` class's value."""
     names = [class_name] if class_name else []
     names += [str(p["spec"]["priorityClassName"]) for p in pods if (p.get("spec") or {}).get("priorityClassName")]
     for name in names:
@@ -181,7 +184,7 @@ def _priority(pods: Sequence[Obj], class_name: str | None, ctx: AssemblyContext)
         if value is not None:
             return value
     explicit = [int(p["spec"]["priority"]) for p in pods if (p.get("spec") or {}).get("priority") is not None]
-    return max(explicit, default=0)
+    return max(explicit, default=0) or (ctx.default_priority or 0)
 
 
 def _group(

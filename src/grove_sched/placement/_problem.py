@@ -158,6 +158,18 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
             required.append(
                 Scope(f"pod affinity of {group.name}", groups, term.topology_key, snapshot.domains(term.topology_key))
             )
+        for weighted in group.preferred_pod_affinity:
+            # Among the gang's own pods a preference is a preferred scope (bound pods are _filters' pref_cost).
+            term = weighted.term
+            members = _members(gang, term.selector, term.namespaces, subs)
+            if members:
+                groups = tuple(sorted(set(subs[group.name]) | set(members)))
+                scope = Scope(
+                    f"preferred pod affinity of {group.name}", groups, term.topology_key,
+                    _spread_missing(snapshot, term.topology_key),
+                )  # fmt: skip
+                if all((s.groups, s.key) != (groups, term.topology_key) for s in preferred):
+                    preferred.append(scope)
         for term in group.pod_anti_affinity:
             members = _members(gang, term.selector, term.namespaces, subs)
             if members:

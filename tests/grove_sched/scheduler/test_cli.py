@@ -56,3 +56,13 @@ def test_lease_timing_flags() -> None:
     assert (default.lease_duration, default.renew_deadline, default.retry_period) == (15, 10, 2)
     with pytest.raises(SystemExit):
         parse_args(["--leader-elect-lease-duration", "1", "--leader-elect-renew-deadline", "2"])
+
+
+def test_preemption_flags() -> None:
+    """Preemption is on and deletes victims by default; `--no-preemption` and `--preemption-eviction evict` say
+    otherwise; an unknown removal mode is a usage error."""
+    assert (parse_args([]).preemption, parse_args([]).preemption_eviction) == (True, "delete")
+    config = parse_args(["--no-preemption", "--preemption-eviction", "evict"])
+    assert (config.preemption, config.preemption_eviction) == (False, "evict")
+    with pytest.raises(SystemExit):
+        parse_args(["--preemption-eviction", "drain"])
