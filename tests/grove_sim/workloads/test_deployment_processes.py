@@ -125,7 +125,8 @@ def test_a_deployment_of_a_local_program_runs_is_reachable_rolls_and_stops(
     kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(manifest))
     kubectl("rollout", "status", "-n", ns, "deployment/web", "--timeout=90s", timeout=120)
     first = pods(kubectl, ns)
-    assert len(first) == 2 and all(pid > 0 for pid in first.values())
+    assert len(first) == 2
+    assert all(pid > 0 for pid in first.values())
     assert "started web-" in kubectl("logs", "-n", ns, "deployment/web").stdout
 
     follow = subprocess.Popen(
@@ -173,10 +174,10 @@ def test_a_deployment_of_a_local_program_runs_is_reachable_rolls_and_stops(
 
 
 BIND_AND_REPORT = """
-import json, os, ssl, sys, urllib.error, urllib.request, yaml
+import base64, json, os, ssl, sys, urllib.error, urllib.request, yaml
 config = yaml.safe_load(open(os.environ["KUBECONFIG"]))
 cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
-context = ssl.create_default_context(cadata=__import__("base64").b64decode(cluster["certificate-authority-data"]).decode())
+context = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
 ns = os.environ["POD_NAMESPACE"]
 body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "target"},
         "target": {"apiVersion": "v1", "kind": "Node", "name": "node-0"}}
@@ -192,9 +193,7 @@ except urllib.error.HTTPError as error:
 
 
 def test_with_rbac_a_container_without_pods_binding_is_refused_and_can_i_agrees(tmp_path: Path) -> None:
-    options = SimOptions(
-        nodes=nodes_from_flags(1, 8), exec_images={"local/": ""}, authorization_mode="RBAC", tls=True
-    )
+    options = SimOptions(nodes=nodes_from_flags(1, 8), exec_images={"local/": ""}, authorization_mode="RBAC", tls=True)
     with SimCluster(options) as cluster:
         env = {**os.environ, "KUBECONFIG": cluster.kubeconfig, "KUBECACHEDIR": str(tmp_path / "cache")}
 
