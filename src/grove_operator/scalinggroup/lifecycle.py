@@ -71,6 +71,11 @@ class ScalingGroupReplicas:
         identity = scaling_group_identity(pcs, ctx.key.name)
         if identity is None:
             return None
+        if not ctx.expectations.satisfied(ObjectKey(ctx.namespace, member_deletions(ctx.key.name))):
+            # The cache does not show the last recreation's deletions yet: deciding now would recreate the same
+            # replica again, deleting the members just created under the same names.
+            ctx.requeue_after(ctx.config.retry_interval)
+            return None
         pcs_replica = identity[0]
         status = ctx.owner.status
         progress = status.update_progress if status is not None else None
