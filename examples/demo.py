@@ -300,7 +300,8 @@ def rolling_update(cluster: Cluster, pcs: str = "llm", timeout: float = 60.0) ->
     lines: queue.Queue[str] = queue.Queue()
     watcher = watch_pods(cluster, pcs, lines)
     time.sleep(0.5)  # let the watch start before the change it is to show
-    cluster.kubectl("patch", f"pcs/{pcs}", "--type", "json", "-p", json.dumps(patch))
+    # The patch goes on stdin: its JSON-pointer paths printed on the command line would read like file paths.
+    cluster.kubectl("patch", f"pcs/{pcs}", "--type", "json", "--patch-file", "/dev/stdin", stdin=json.dumps(patch))
     start, ready, going, replaced = time.monotonic(), set(), set(), 0
     try:
         while time.monotonic() - start < timeout:
