@@ -2,19 +2,20 @@
 authorization on, the Deployments' containers run as local processes (the image `grove:dev` mapped to the installed
 programs: a container's `command` runs that program, the operator's init container the mapped grove-initc), both
 Deployments become Available with one Lease holder each, the operator injects its CA bundle, `kubectl logs
-deployment/grove-scheduler` works, killing the scheduler leader's process passes its Lease on, and `kubectl delete -k`
-removes what the overlay created.
-
-grove-sim's kubelet does not resolve `env[].valueFrom.configMapKeyRef` yet, so the test sets the operator's three
-configuration variables as values (`kubectl set env`) before waiting; everything else is the overlay as rendered.
+deployment/grove-scheduler` works, an upstream sample workload is admitted (the webhook reached through its Service's
+endpoints), placed by the installed scheduler and Running, the scheduler's metrics answer through `kubectl
+port-forward svc/grove-scheduler-metrics`, killing the scheduler leader's process passes its Lease on, and `kubectl
+delete -k` removes what the overlay created. The overlay is applied exactly as rendered.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from grove_sim.cluster import nodes_from_flags
 from grove_sim.server import SimOptions
 from grove_sim.testing import SimCluster, console_script
 
+from ..conftest import KUBECTL
+from ..fixtures.samples import sample_path
 from . import _manifests as m
 
 pytestmark = pytest.mark.slow
@@ -77,10 +80,42 @@ def _leader_killed_hands_over(kubectl: Kubectl, holder: str) -> None:
     assert now.rpartition("-")[2] in _scheduler_pids(kubectl)
 
 
-def test_apply_k_installs_grove_and_delete_k_removes_it(kubectl: Kubectl) -> None:
+def _sample_workload_runs(kubectl: Kubectl) -> None:
+    """simple1 (9 pods) is admitted through the installed webhooks and bound by the installed scheduler."""
+    kubectl("create", "namespace", "work")
+    kubectl("apply", "-n", "work", "-f", str(sample_path("simple/simple1.yaml")))
+    deadline = time.monotonic() + LIMIT
+    while True:
+        phases = kubectl("get", "pods", "-n", "work", "-o", "jsonpath={.items[*].status.phase}").stdout.split()
+        if len(phases) == 9 and set(phases) == {"Running"}:
+            break
+        assert time.monotonic() < deadline, f"simple1 not Running: {phases}"
+        time.sleep(0.5)
+    nodes = kubectl("get", "pods", "-n", "work", "-o", "jsonpath={.items[*].spec.nodeName}").stdout.split()
+    assert len(nodes) == 9
+
+
+def _metrics_through_port_forward(kubectl_env: dict[str, str]) -> None:
+    """The documented troubleshooting command: port-forward the scheduler's metrics Service, then read grove_*."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    forward = subprocess.Popen(
+        [KUBECTL, "port-forward", "-n", m.NAMESPACE, "svc/grove-scheduler-metrics", f"{port}:8080"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=kubectl_env,
+    )  # fmt: skip
+    try:
+        assert forward.stdout is not None
+        assert forward.stdout.readline().startswith(f"Forwarding from 127.0.0.1:{port} -> 8080")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+            assert "grove_scheduler_" in response.read().decode()
+    finally:
+        forward.terminate()
+        forward.wait(30)
+
+
+def test_apply_k_installs_grove_and_delete_k_removes_it(kubectl: Kubectl, kubectl_env: dict[str, str]) -> None:
     kubectl("apply", "-k", OVERLAY)
-    (config,) = [o["data"] for o in m.overlay("sim") if o["metadata"]["name"].startswith("grove-operator-config")]
-    kubectl("set", "env", "-n", m.NAMESPACE, "deployment/grove-operator", *(f"{k}={v}" for k, v in config.items()))
     for name in ("grove-operator", "grove-scheduler"):
         kubectl("rollout", "status", "-n", m.NAMESPACE, f"deployment/{name}", f"--timeout={WAIT}", timeout=240)
         kubectl("wait", "-n", m.NAMESPACE, "--for=condition=Available", f"deployment/{name}", f"--timeout={WAIT}",
@@ -97,7 +132,11 @@ def test_apply_k_installs_grove_and_delete_k_removes_it(kubectl: Kubectl) -> Non
     assert bundle, "the operator injects its CA bundle"
     logs = kubectl("logs", "-n", m.NAMESPACE, "deployment/grove-scheduler").stdout
     assert '"event": "caches synced"' in logs
+    assert leases["grove-scheduler"].startswith("grove-scheduler-"), "the Lease names the pod that holds it"
+    _sample_workload_runs(kubectl)
+    _metrics_through_port_forward(kubectl_env)
     _leader_killed_hands_over(kubectl, leases["grove-scheduler"])
+    kubectl("delete", "namespace", "work", "--wait=true", "--timeout=180s", timeout=240)
 
     kubectl("delete", "-k", OVERLAY, "--ignore-not-found", "--wait=true", timeout=240)
     left = kubectl("get", "namespace", m.NAMESPACE, "--ignore-not-found", "-o", "name").stdout
