@@ -175,7 +175,7 @@ def _row(
             placed += 1
             scores.append(res_cp.score)
             from_cpsat += res_cp.stats.path == "cpsat"
-            if not isinstance(res_gr, Placement) or res_cp.objective.weighted < res_gr.objective.weighted:
+            if not isinstance(res_gr, Placement) or res_cp.objective.key < res_gr.objective.key:
                 better += 1
     med_cp, med_gr = statistics.median(t_cp), statistics.median(t_gr)
     return (

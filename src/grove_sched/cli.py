@@ -9,6 +9,7 @@ listener address that cannot be bound).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 
@@ -47,8 +48,17 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         default=defaults.inline_solve_limit,
         help="solve on the event loop while solves take at most this many CPU seconds (0: always in a worker thread)",
     )
+    parser.add_argument(
+        "--default-topology-levels",
+        default=",".join(defaults.placement.default_levels),
+        help="node label keys, broadest first, of the topology hierarchy used for gangs whose PodGang names no "
+        "ClusterTopologyBinding the scheduler can use (comma-separated)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
+    levels = tuple(key.strip() for key in args.default_topology_levels.split(",") if key.strip())
+    if len(set(levels)) != len(levels):
+        parser.error("--default-topology-levels: a key appears twice")
     metrics: Address | None = args.metrics
     separate = hasattr(args, "health")
     health: Address | None = args.health if separate else None
@@ -65,6 +75,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         bind_concurrency=args.bind_concurrency,
         inline_solve_limit=args.inline_solve_limit,
         log_level=args.log_level,
+        placement=dataclasses.replace(defaults.placement, default_levels=levels),
     )
 
 

@@ -56,7 +56,7 @@ def test_gang_prefers_a_partly_used_rack_over_opening_an_empty_one() -> None:
     pods = [bound("x", "n11", gpu=2)]
     result = _placed(place(Snapshot.build(nodes, pods), gang(group("w", 1, gpu=2), required=RACK_KEY)))
     assert result.assignments == {"w-0": "n11"}
-    assert result.objective.empty_racks_opened == 0
+    assert result.objective.empty_domains == 0
     assert result.objective.stranded_gpus == 4
 
 

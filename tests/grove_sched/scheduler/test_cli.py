@@ -56,3 +56,17 @@ def test_lease_timing_flags() -> None:
     assert (default.lease_duration, default.renew_deadline, default.retry_period) == (15, 10, 2)
     with pytest.raises(SystemExit):
         parse_args(["--leader-elect-lease-duration", "1", "--leader-elect-renew-deadline", "2"])
+
+
+def test_default_topology_levels_flag() -> None:
+    """The fallback hierarchy is zone > block > rack > host unless given; a repeated key is refused."""
+    assert parse_args([]).placement.default_levels == (
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/block",
+        "topology.kubernetes.io/rack",
+        "kubernetes.io/hostname",
+    )
+    config = parse_args(["--default-topology-levels", "example.com/spine, example.com/leaf"])
+    assert config.placement.default_levels == ("example.com/spine", "example.com/leaf")
+    with pytest.raises(SystemExit):
+        parse_args(["--default-topology-levels", "a,a"])
