@@ -112,6 +112,7 @@ def build(
         config.scheduler_name,
         clock,
         leading,
+        config.status_settle,
     )
     status = Controller(
         "podgang-status",

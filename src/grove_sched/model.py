@@ -291,6 +291,8 @@ class SolverStats:
     domains_candidate: int
     domains_modelled: int
     model: str
+    stages: int = 0
+    """Lexicographic CP-SAT stages solved (1 when the tiers' weights fit int64 together; 0: no solve)."""
 
 
 @dataclass(frozen=True, slots=True)

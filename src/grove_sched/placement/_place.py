@@ -131,6 +131,7 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
             domains_candidate=len(cands.ids),
             domains_modelled=len(modelled),
             model=kind,
+            stages=result.stages if result else 0,
         )
 
     solved = result is not None and result.optimal
