@@ -17,6 +17,7 @@ from grove_sched.placement._domains import Candidates, Level, broader_level, can
 from grove_sched.placement._fragment import Profile, may_fragment, profile, shape_counts, unusable_gpus
 from grove_sched.placement._greedy import greedy
 from grove_sched.placement._levels import Hierarchy, build_hierarchy
+from grove_sched.placement._lexsolve import Solved, solve_lexicographically, stages
 from grove_sched.placement._objective import Layout, bound_rows, evaluate, layout
 from grove_sched.placement._place import assumed_pods, greedy_plans, place, prune_bounds
 from grove_sched.placement._problem import InvalidGang, Problem, build_problem
@@ -46,6 +47,7 @@ __all__ = [
     "SelectorError",
     "Snapshot",
     "SolveResult",
+    "Solved",
     "UnitSet",
     "assumed_pods",
     "bound_rows",
@@ -70,6 +72,8 @@ __all__ = [
     "prune_bounds",
     "shape_counts",
     "solve",
+    "solve_lexicographically",
+    "stages",
     "tolerates",
     "untolerated_taints",
     "unusable_gpus",

@@ -192,7 +192,7 @@ def _problem_weights(b: _Builder) -> list[int] | None:
     results were measured with; CP-SAT's search under a time limit depends on them, so they are kept wherever
     they fit, and a value the model does not price (a preferred level left out) is bounded by 0."""
     problem = b.problem
-    usable = problem.maxpods.max(axis=0) > 0
+    usable = problem.usable
     total_pods = int(problem.replicas.sum())
     lay = b.lay
     levels = problem.levels

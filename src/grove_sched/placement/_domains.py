@@ -71,7 +71,7 @@ def broader_level(problem: Problem, level: Level) -> Level | None:
 
 def whole_cluster(problem: Problem) -> Level:
     """The whole cluster as one soft domain."""
-    return Level(None, np.zeros(problem.snapshot.num_nodes, dtype=np.int32), ("cluster",), False)
+    return Level(None, problem.whole, ("cluster",), False)
 
 
 def _level(problem: Problem, index: int, hard: bool) -> Level:
@@ -86,28 +86,46 @@ def candidates(problem: Problem, level: Level) -> Candidates:
         return Candidates(
             level, (), np.zeros((problem.num_groups, 0), np.int64), (f"topology key {level.key} is carried by no node",)
         )
-    count = int(level.domains.max()) + 1
-    dom = level.domains[labelled]
+    count = max(int(level.domains.max()) + 1, len(level.names))
+    usable = np.flatnonzero(labelled & problem.usable)  # only these nodes can hold a pod: the rest adds nothing
+    dom = level.domains[usable]
     slots = np.stack(
-        [np.bincount(dom, weights=problem.maxpods[g, labelled], minlength=count) for g in range(problem.num_groups)]
+        [np.bincount(dom, weights=problem.maxpods[g, usable], minlength=count) for g in range(problem.num_groups)]
     ).astype(np.int64)
     ok = np.ones(count, dtype=np.bool_)
     for p in range(len(problem.parent_names)):
         subs = [g for g in range(problem.num_groups) if problem.parent[g] == p]
         ok &= slots[subs].sum(axis=0) >= problem.parent_min[p]
     demand = (problem.req * problem.internal_min[:, None]).sum(axis=0)
-    usable = labelled & (problem.maxpods.max(axis=0) > 0)
-    free = np.maximum(problem.snapshot.free, 0)
     for r in np.flatnonzero(demand > 0):
-        total = np.bincount(level.domains[usable], weights=free[usable, r], minlength=count)
+        total = np.bincount(dom, weights=np.maximum(problem.snapshot.free[usable, r], 0), minlength=count)
         ok &= total >= demand[r]
-    gpu = problem.gpu
-    tight = np.bincount(dom, weights=free[labelled, gpu] if gpu is not None else None, minlength=count)
+    tight = _room(problem, level, count)
     cover = _exact_fit_cover(problem, level.domains, count)
-    order = sorted(np.flatnonzero(ok), key=lambda d: (-cover[d], tight[d], level.names[d], d))
+    rank = np.empty(len(level.names), dtype=np.int64)
+    rank[np.argsort(np.asarray(level.names, dtype=object), kind="stable")] = np.arange(len(level.names))
+    found = np.flatnonzero(ok)
+    ranked = np.full(count, len(level.names), dtype=np.int64)
+    ranked[: rank.size] = rank[:count]
+    # tightest first: most exact-fit minimum pods, then fewest free GPUs, then name and id
+    order = found[np.lexsort((found, ranked[found], tight[found], -cover[found]))]
     ids = tuple(int(d) for d in order)
     reasons = () if ids else _explain(problem, level, slots)
     return Candidates(level, ids, slots, reasons)
+
+
+def _room(problem: Problem, level: Level, count: int) -> IntArray:
+    """Free GPUs per domain (every labelled node of it), the tightness candidates are ranked by."""
+    if level.index >= 0:
+        room: IntArray = problem.levels.room[level.index]
+        if room.size >= count:
+            return room[:count]
+    labelled = level.domains >= 0
+    if problem.gpu is None:
+        return np.zeros(count, dtype=np.int64)
+    free = np.maximum(problem.snapshot.free[labelled, problem.gpu], 0)
+    result: IntArray = np.bincount(level.domains[labelled], weights=free, minlength=count).astype(np.int64)
+    return result
 
 
 def _exact_fit_cover(problem: Problem, domains: CodeArray, count: int) -> IntArray:
@@ -172,7 +190,7 @@ def _node_reasons(problem: Problem, g: int) -> str:
     """kube-scheduler style counts for nodes that cannot host one pod of internal group g."""
     n = problem.snapshot.num_nodes
     avail = int((problem.maxpods[g] > 0).sum())
-    counts = problem.rejected[g]
+    counts = problem.reasons(g)
     if not counts:
         return f"{avail}/{n} nodes are available"
     text = ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -13,13 +13,31 @@ GPUs) are one bincount per level.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 
-from grove_sched.model import GPU
 from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray, Snapshot
+
+_A = TypeVar("_A", BoolArray, IntArray)
+
+
+class PerLevel(Generic[_A]):
+    """A per-level array computed the first time a level is asked for (most problems need few levels)."""
+
+    __slots__ = ("_compute", "_found")
+
+    def __init__(self, compute: Callable[[int], _A]) -> None:
+        self._compute: Callable[[int], _A] = compute
+        self._found: dict[int, _A] = {}
+
+    def __getitem__(self, level: int) -> _A:
+        found = self._found.get(level)
+        if found is None:
+            found = self._found[level] = self._compute(level)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +55,8 @@ class Hierarchy:
     names: tuple[tuple[str, ...], ...]
     parent: tuple[int, ...]
     grouping: tuple[int, ...]
-    empty: tuple[BoolArray, ...]
-    room: tuple[IntArray, ...]
+    empty: PerLevel[BoolArray]
+    room: PerLevel[IntArray]
 
     def index(self, key: str) -> int | None:
         """The level of a key, or None when the hierarchy lacks it."""
@@ -74,17 +92,22 @@ def build_hierarchy(snapshot: Snapshot, declared: Iterable[str], extra: Iterable
     keys = carried + standalone
     parent = tuple(i - 1 if i < len(carried) else -1 for i in range(len(keys)))
     grouping = tuple(i for i in range(len(carried)) if not _per_node(carried, i, domains[i], hostname_key))
-    busy = snapshot.pod_count > 0
-    gpu = snapshot.resource_index(GPU)
-    free = np.maximum(snapshot.free[:, gpu], 0) if gpu is not None else np.zeros(snapshot.num_nodes, np.int64)
-    empty: list[BoolArray] = []
-    room: list[IntArray] = []
-    for dom, level_names in zip(domains, names, strict=True):
-        count = max(len(level_names), int(dom.max(initial=-1)) + 1, 1)
-        labelled = dom >= 0
-        empty.append(np.bincount(dom[labelled], weights=busy[labelled], minlength=count) == 0)
-        room.append(np.bincount(dom[labelled], weights=free[labelled], minlength=count).astype(np.int64))
-    return Hierarchy(keys, domains, names, parent, grouping, tuple(empty), tuple(room))
+
+    def per_domain(level: int, what: str) -> IntArray:
+        totals = snapshot.domain_totals(domains[level], what)
+        count = max(len(names[level]), totals.size)
+        if totals.size >= count:
+            return totals
+        return np.concatenate([totals, np.zeros(count - totals.size, dtype=np.int64)])
+
+    def empty(level: int) -> BoolArray:
+        result: BoolArray = per_domain(level, "busy") == 0
+        return result
+
+    def room(level: int) -> IntArray:
+        return per_domain(level, "room")
+
+    return Hierarchy(keys, domains, names, parent, grouping, PerLevel(empty), PerLevel(room))
 
 
 def _per_node(keys: tuple[str, ...], i: int, dom: CodeArray, hostname_key: str) -> bool:

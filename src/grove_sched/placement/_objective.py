@@ -91,7 +91,10 @@ def node_gpus(problem: Problem) -> IntArray:
 
 def evaluate(problem: Problem, counts: IntArray, nodes: IntArray | None = None) -> ObjectiveBreakdown:
     """Cost of a placement given as pods per (internal group, node); `nodes` names the columns if not all."""
-    idx = nodes if nodes is not None else np.arange(problem.snapshot.num_nodes)
+    if nodes is None:  # every tier depends on the touched nodes only
+        nodes = np.flatnonzero(counts.any(axis=0))
+        counts = counts[:, nodes]
+    idx = nodes
     levels = problem.levels
     touched = counts.sum(axis=0) > 0
     missing = int((problem.replicas - counts.sum(axis=1)).sum())
@@ -135,35 +138,50 @@ def bound_rows(problem: Problem, domains: CodeArray, required_level: int | None 
 
     With `required_level`, `domains` is that (required, deciding) level of the hierarchy: a required scope of the
     level whose groups need pods is charged exactly its domain's room, which every plan confined to the domain
-    pays."""
+    pays. Memoised per problem: prune bounds, the score's floors and the proofs all ask for the same rows."""
+    found = problem.memo.get(("rows", id(domains), required_level))
+    if found is not None and found[0] is domains:
+        rows_found: IntArray = found[1]
+        return rows_found
+    rows = _bound_rows(problem, domains, required_level)
+    rows.flags.writeable = False
+    problem.memo[("rows", id(domains), required_level)] = (domains, rows)
+    return rows
+
+
+def _bound_rows(problem: Problem, domains: CodeArray, required_level: int | None) -> IntArray:
     lay = layout(problem)
     count = max(int(domains.max(initial=-1)) + 1, 1)
     rows = np.zeros((count, lay.width), dtype=np.int64)
-    usable = (problem.maxpods.max(axis=0) > 0) & (domains >= 0)
-    dom = domains[usable]
-    empty = problem.snapshot.empty
+    idx = np.flatnonzero(problem.usable & (domains >= 0))  # the only nodes a plan can use
+    dom = domains.take(idx)
+    empty = problem.snapshot.empty.take(idx)
     impossible = np.zeros(count, dtype=np.bool_)
     opened = np.zeros(count, dtype=np.int64)
+    most: list[IntArray] = []
     for g in range(problem.num_groups):
-        mp = problem.maxpods[g, usable]
+        mp = problem.maxpods[g].take(idx)
         slots = np.bincount(dom, weights=mp, minlength=count).astype(np.int64)
         rows[:, lay.start("missing")] += np.maximum(problem.replicas[g] - slots, 0)
         if len(problem.parent_of(problem.parent_names[problem.parent[g]])) > 1:
             continue  # a split group's minimum is shared between sub-groups; no per-group claim
-        busy = np.bincount(dom, weights=np.where(empty[usable], 0, mp), minlength=count).astype(np.int64)
+        busy = np.bincount(dom, weights=np.where(empty, 0, mp), minlength=count).astype(np.int64)
         per_empty = np.zeros(count, dtype=np.int64)
-        np.maximum.at(per_empty, dom, np.where(empty[usable], mp, 0))
+        np.maximum.at(per_empty, dom, np.where(empty, mp, 0))
+        per_node = np.zeros(count, dtype=np.int64)
+        np.maximum.at(per_node, dom, mp)
+        most.append(per_node)
         short = np.maximum(problem.internal_min[g] - busy, 0)
         impossible |= (short > 0) & (per_empty == 0)
         opened = np.maximum(opened, -(-short // np.maximum(per_empty, 1)))
     rows[:, lay.start("empty")] = opened
-    rows[:, lay.start("stranded")] = _stranded_floor(problem, domains)
+    rows[:, lay.start("stranded")] = _stranded_floor(problem, idx, dom, count, most)
     needs = int(problem.internal_min.sum()) > 0
     levels = problem.levels
     for i, level in enumerate(levels.grouping):
         if not needs:
             break
-        ids = levels.domains[level][usable]
+        ids = levels.domains[level].take(idx)
         in_empty = (ids >= 0) & levels.empty[level][np.maximum(ids, 0)]
         outside = np.bincount(dom, weights=~in_empty, minlength=count)
         rows[:, lay.start("domains") + i] = (outside == 0) & (np.bincount(dom, minlength=count) > 0)
@@ -205,25 +223,22 @@ def _violation_floors(
         rows[:, lay.start("violations") + level] += (best < need).astype(np.int64)
 
 
-def _stranded_floor(problem: Problem, domains: CodeArray) -> IntArray:
+def _stranded_floor(problem: Problem, idx: IntArray, dom: CodeArray, count: int, most: list[IntArray]) -> IntArray:
     """Per domain, a floor on stranded GPUs: a group's minimum needs at least ceil(min / most pods one node takes)
     nodes, each leaving at least the domain's least free GPUs, less every GPU the gang could use. Domains where
-    a usable node has negative free GPUs get 0 (the tier can be negative there)."""
-    count = max(int(domains.max(initial=-1)) + 1, 1)
+    a usable node has negative free GPUs get 0 (the tier can be negative there). `idx` are the usable nodes,
+    `dom` their domains, `most` per whole (unsplit) group the most pods one node of each domain takes."""
     result = np.zeros(count, dtype=np.int64)
     if problem.gpu is None:
         return result
-    usable = (problem.maxpods.max(axis=0) > 0) & (domains >= 0)
-    dom = domains[usable]
     least = np.full(count, IMPOSSIBLE, dtype=np.int64)
-    np.minimum.at(least, dom, problem.snapshot.free[usable, problem.gpu])
+    np.minimum.at(least, dom, problem.snapshot.free[:, problem.gpu].take(idx))
     needed = np.zeros(count, dtype=np.int64)
-    for g in range(problem.num_groups):
-        if len(problem.parent_of(problem.parent_names[problem.parent[g]])) > 1:
-            continue  # a split group's minimum is shared between sub-groups; no per-group claim
-        most = np.zeros(count, dtype=np.int64)
-        np.maximum.at(most, dom, problem.maxpods[g, usable])
-        needed = np.maximum(needed, -(-int(problem.internal_min[g]) // np.maximum(most, 1)))
+    whole = [
+        g for g in range(problem.num_groups) if len(problem.parent_of(problem.parent_names[problem.parent[g]])) == 1
+    ]
+    for g, per_node in zip(whole, most, strict=True):
+        needed = np.maximum(needed, -(-int(problem.internal_min[g]) // np.maximum(per_node, 1)))
     used = int((problem.replicas * problem.req[:, problem.gpu]).sum())
     valid = (least >= 0) & (least < IMPOSSIBLE)
     result[valid] = np.maximum(needed[valid] * least[valid] - used, 0)

@@ -84,7 +84,7 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
     if not cands.ids:
         return Unschedulable(Status(Code.UNSCHEDULABLE, cands.reasons))
     modelled = _modelled(plans, cands, top_k)
-    usable = problem.maxpods.max(axis=0) > 0
+    usable = problem.usable
     if not level.hard and len(modelled) == len(cands.ids):
         in_model = usable  # every soft candidate fits the budget: let the model spread over the whole cluster
     else:
@@ -214,7 +214,7 @@ def _rest_floor(problem: Problem, level: Level, cands: Candidates, modelled: lis
     if level.hard:
         rest = [d for d in cands.ids if d not in modelled]
         return least_row(bounds[rest]) if rest else (np.iinfo(np.int64).max,)
-    return least_row(bound_rows(problem, np.zeros(problem.snapshot.num_nodes, dtype=np.int32)))
+    return least_row(bound_rows(problem, problem.whole))
 
 
 def assumed_pods(gang: GangRequest, placement: Placement) -> tuple[BoundPod, ...]:
@@ -253,7 +253,7 @@ def greedy_plans(
     whose lower bound already ranks it behind that many plans is skipped: the result is the same as running
     greedy everywhere, without the cost of it (a 1,000-pod gang on 16 identical racks ran greedy 16 times)."""
     plans: list[tuple[Key, int, IntArray]] = []
-    usable = problem.maxpods.max(axis=0) > 0
+    usable = problem.usable
     names = cands.level.names
     for d in cands.ids[:max_domains]:
         if len(plans) >= top_k:
@@ -285,7 +285,7 @@ def _cost_floor(problem: Problem, level: Level, cands: Candidates, bounds: IntAr
     lies in one candidate domain, so the least per-domain bound; otherwise the whole cluster's bound."""
     if level.hard:
         return least_row(bounds[list(cands.ids)]) if cands.ids else ()
-    return least_row(bound_rows(problem, np.zeros(problem.snapshot.num_nodes, dtype=np.int32)))
+    return least_row(bound_rows(problem, problem.whole))
 
 
 def _placement(problem: Problem, counts: IntArray, stats: SolverStats, proven: bool, tier_floors: Key) -> Placement:

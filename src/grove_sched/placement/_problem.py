@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -92,6 +93,40 @@ class Problem:
     """Nodes where this gang could leave unusable GPUs (`_fragment.may_fragment`); None: nowhere."""
     static: tuple[BoolArray, ...] = ()
     """Per PodGroup, the nodes its pods may use whatever runs there (`GroupFilter.static`)."""
+    masks: tuple[BoolArray, ...] = ()
+    """Per internal group, the nodes its filters let through (resources aside)."""
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Values derived from the problem alone (bound rows per level), computed once per placement."""
+
+    def reasons(self, g: int) -> Counter[str]:
+        """Why nodes cannot take a pod of internal group g, kube-scheduler style (counted only when a message
+        needs them: most placements never do)."""
+        found = self.memo.get(("reasons", g))
+        if found is None:
+            found = Counter(self.rejected[g])
+            if self.masks:
+                found.update(insufficient(self.snapshot, self.masks[g], self.req[g]))
+            self.memo[("reasons", g)] = found
+        result: Counter[str] = found
+        return result
+
+    @property
+    def usable(self) -> BoolArray:
+        """Nodes some group can use."""
+        found = self.memo.get("usable")
+        if found is None:
+            found = self.memo["usable"] = self.maxpods.max(axis=0) > 0
+        result: BoolArray = found
+        return result
+
+    @property
+    def whole(self) -> CodeArray:
+        """Every node in one domain (the whole cluster as a level)."""
+        found = self.memo.get("whole")
+        if found is None:
+            found = self.memo["whole"] = np.zeros(self.snapshot.num_nodes, dtype=np.int32)
+        result: CodeArray = found
+        return result
 
     @property
     def num_groups(self) -> int:
@@ -136,8 +171,6 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
     )
     pref_cost = np.stack([filters[parent_t[g]].pref_cost for g in range(len(names))])
     rejected = [Counter(filters[parent_t[g]].rejected) for g in range(len(names))]
-    for g in range(len(names)):
-        rejected[g].update(insufficient(snapshot, filters[parent_t[g]].mask, req[g]))
     subs = {group.name: tuple(g for g in range(len(names)) if parent_t[g] == p) for p, group in enumerate(gang.groups)}
     everything = tuple(range(len(names)))
     wanted: list[tuple[str, tuple[int, ...], str, bool]] = []  # (name, groups, key, required)
@@ -175,7 +208,8 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
             members = _members(gang, term.selector, term.namespaces, subs)
             if members:
                 dom = snapshot.domains(term.topology_key)
-                per_node = term.topology_key == options.hostname_key or _unique(dom)
+                # every node its own domain (and every node labelled: an unlabelled node is in no domain at all)
+                per_node = term.topology_key == options.hostname_key or (_unique(dom) and bool((dom >= 0).all()))
                 if per_node:
                     dom = np.arange(snapshot.num_nodes, dtype=np.int32)
                 anti.extend(AntiRule(g, members, term.topology_key, dom, per_node) for g in subs[group.name])
@@ -220,6 +254,7 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
         profile=profile,
         fragile=fragile,
         static=tuple(f.static for f in filters),
+        masks=tuple(filters[parent_t[g]].mask for g in range(len(names))),
     )
 
 

@@ -83,7 +83,7 @@ def score_floors(problem: Problem, level: Level, cands: Candidates) -> Key:
         rows = bound_rows(problem, level.domains, level.index)[list(cands.ids)]
         floor = rows.min(axis=0)
     else:
-        floor = bound_rows(problem, np.zeros(problem.snapshot.num_nodes, dtype=np.int32))[0]
+        floor = bound_rows(problem, problem.whole)[0]
     floor = np.where(floor == np.iinfo(np.int64).max, 0, floor)
     room = lay.start("room")
     floor[room] = max(int(floor[room]), room_floor(problem))

@@ -19,13 +19,13 @@ against objects no API server would hold; below the bound every sum is exact.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from grove_sched.model import BASE_RESOURCES, PODS, BoundPod, NodeInfo, PodAffinityTerm, Taint
+from grove_sched.model import BASE_RESOURCES, GPU, PODS, BoundPod, NodeInfo, PodAffinityTerm, Taint
 from grove_sched.placement._columns import ArrayLog, BoolArray, CodeArray, IntArray, LabelColumns, ListLog
 from grove_sched.placement._fragment import Profile, profile, shape_counts
 
@@ -35,6 +35,8 @@ __all__ = ["NAMESPACE", "SATURATED", "BoolArray", "CodeArray", "IntArray", "Labe
 
 SATURATED = 2**61
 """The magnitude at which free and used amounts stop counting (the difference of two such columns fits int64)."""
+MAX_TOTALS = 16
+"""Per-domain totals a snapshot keeps (and hands on); the hierarchy's grouping and scope levels need a few."""
 NAMESPACE = "namespace"
 """The one key of `Snapshot.pod_namespaces`."""
 
@@ -93,6 +95,8 @@ class Snapshot:
     _alive: ArrayLog
     """Departed rows fork this column (the others stay shared)."""
     _anti_rows: int
+    _totals: dict[tuple[int, str], tuple[CodeArray, IntArray]] = field(default_factory=dict, compare=False)
+    """`domain_totals` asked of this snapshot; derived snapshots update them by the nodes that changed."""
 
     @property
     def pods(self) -> Sequence[BoundPod]:
@@ -129,6 +133,43 @@ class Snapshot:
         """Bound pods (departed rows excluded)."""
         return int(self.pod_alive.sum())
 
+    def domain_totals(self, domains: CodeArray, what: str) -> IntArray:
+        """Per domain id of `domains` (node -> id, -1 = none): "room" = free GPUs (negatives count 0) or "busy" =
+        nodes with a pod bound. Snapshots derived from this one update the totals asked of it by the nodes that
+        changed instead of summing every node again (per-domain aggregates a cycle reads before per-node work)."""
+        key = (id(domains), what)
+        found = self._totals.get(key)
+        if found is not None and found[0] is domains:
+            return found[1]
+        labelled = domains >= 0
+        count = max(int(domains.max(initial=-1)) + 1, 1)
+        totals = np.bincount(domains[labelled], weights=self._node_values(what)[labelled], minlength=count)
+        result = _frozen(totals.astype(np.int64))
+        if len(self._totals) < MAX_TOTALS:
+            self._totals[key] = (domains, result)
+        return result
+
+    def _node_values(self, what: str) -> IntArray:
+        if what == "busy":
+            return (self.pod_count > 0).astype(np.int64)
+        gpu = self.resource_index(GPU)
+        if gpu is None:
+            return np.zeros(self.num_nodes, dtype=np.int64)
+        result: IntArray = np.maximum(self.free[:, gpu], 0)
+        return result
+
+    def _derived_totals(self, child: Snapshot, nodes: IntArray) -> None:
+        """Carry this snapshot's totals over to `child`, which differs from it on `nodes` only."""
+        nodes = np.unique(nodes)
+        for key, (domains, totals) in list(self._totals.items()):
+            what = key[1]
+            delta = child._node_values(what)[nodes] - self._node_values(what)[nodes]
+            ids = domains[nodes]
+            keep = (ids >= 0) & (delta != 0)
+            updated = totals.copy()
+            np.add.at(updated, ids[keep], delta[keep])
+            child._totals[key] = (domains, _frozen(updated))
+
     def namespace_mask(self, namespaces: Iterable[str]) -> BoolArray:
         """Pod rows in any of `namespaces`."""
         column = self.pod_namespaces.column(NAMESPACE)
@@ -159,8 +200,13 @@ class Snapshot:
             return None
 
     def domains(self, key: str) -> CodeArray:
-        """Node → domain id for a topology label key (-1 where the node lacks the label)."""
-        return self.node_labels.column(key)
+        """Node → domain id for a topology label key (-1 where the node lacks the label); the same array object for
+        as long as the nodes do not change (`domain_totals` keys on it)."""
+        memo = self.node_labels.memo
+        found: CodeArray | None = memo.get(("domains", key))
+        if found is None:
+            found = memo[("domains", key)] = self.node_labels.column(key)
+        return found
 
     def domain_names(self, key: str) -> tuple[str, ...]:
         """Domain id → label value for `key`."""
@@ -249,7 +295,7 @@ class Snapshot:
         if self._alive is not logs.alive:  # rows departed here: the alive column is this snapshot's own
             logs = _PodLogs(logs.pods, logs.node, self._alive, logs.anti, logs.size)
         grown = logs.extended(kept, pod_node, self._anti_rows)
-        return Snapshot(
+        child = Snapshot(
             node_names=self.node_names,
             node_index=self.node_index,
             resources=self.resources,
@@ -267,6 +313,8 @@ class Snapshot:
             _alive=grown.alive,
             _anti_rows=grown.anti.size,
         )
+        self._derived_totals(child, pod_node)
+        return child
 
     def without(self, pods: Iterable[str]) -> Snapshot:
         """A new snapshot with the named bound pods gone (they departed); node arrays are reused.
@@ -304,7 +352,7 @@ class Snapshot:
         still[gone_rows] = False
         pod_count = self.pod_count.copy()
         np.subtract.at(pod_count, gone_node, 1)
-        return Snapshot(
+        child = Snapshot(
             node_names=self.node_names,
             node_index=self.node_index,
             resources=self.resources,
@@ -322,6 +370,8 @@ class Snapshot:
             _alive=ArrayLog(still),
             _anti_rows=self._anti_rows,
         )
+        self._derived_totals(child, gone_node)
+        return child
 
     def anti_affinity_terms(self) -> Iterable[tuple[int, PodAffinityTerm]]:
         """(node, term) for every required anti-affinity term of a bound pod (they repel incoming pods)."""

@@ -28,8 +28,9 @@ from grove_sched.model import (
     PodRef,
     TopologyConstraint,
 )
-from grove_sched.placement import Layout, Snapshot, place
-from grove_sched.placement._lexsolve import STAGE_LIMIT, solve_lexicographically, stages
+from grove_sched.placement import Layout, Snapshot, place, solve_lexicographically, stages
+
+STAGE_LIMIT = 2**62  # a stage's weighted range stays below it (int64 with room to spare)
 
 EXACT = PlacementOptions(top_k_domains=100, max_greedy_domains=100, max_deterministic_time=10.0, refine="all")
 

@@ -176,3 +176,34 @@ def test_huge_integers_never_raise_and_never_wrap(allocatable: list[int], used: 
         assert (step.free[:, gpu] <= np.maximum(step.allocatable[:, gpu], 0)).all()
         request = GangRequest("g", "default", (PodGroup("w", (PodRef("w-0"),), 1, {GPU: wanted, CPU: 1}),))
         place(step, request, PlacementOptions(max_deterministic_time=0.01))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.sampled_from(["a", "b", "c", "d"]), st.integers(0, 9), st.integers(0, 5)),
+        max_size=12,
+    )
+)
+def test_domain_totals_follow_every_derivation(steps: list[tuple[bool, str, int, int]]) -> None:
+    """Totals asked of a snapshot are carried through `with_assumed` and `without` by the nodes that changed,
+    and always equal a sum over every node (free GPUs, negatives as 0; nodes with a pod)."""
+    nodes = [node("a", "r0", 8), node("b", "r0", 4), node("c", "r1", 8), node("d", None, 8)]
+    snap = Snapshot.build(nodes, [bound("x", "a", gpu=3)])
+    racks = snap.domains("topology.kubernetes.io/rack")
+    snap.domain_totals(racks, "room")
+    snap.domain_totals(racks, "busy")
+    names: list[str] = []
+    for add, where, gpu, which in steps:
+        if add:
+            name = f"p{len(names)}"
+            names.append(name)
+            snap = snap.with_assumed([BoundPod(name, "default", where, {}, {GPU: gpu})])
+        elif names:
+            snap = snap.without([names[which % len(names)]])
+    gpu_col = snap.resource_index(GPU)
+    labelled = racks >= 0
+    room = np.bincount(racks[labelled], weights=np.maximum(snap.free[labelled, gpu_col], 0), minlength=2)
+    busy = np.bincount(racks[labelled], weights=snap.pod_count[labelled] > 0, minlength=2)
+    assert snap.domain_totals(racks, "room").tolist() == room.astype(int).tolist()
+    assert snap.domain_totals(racks, "busy").tolist() == busy.astype(int).tolist()
