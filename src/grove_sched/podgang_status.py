@@ -14,8 +14,9 @@ is the thin level-based reconcile around them.
 One status write per gang outcome: a gang's status passes Pending → Starting (minimum bound) → Running (minimum
 running) while its verdict arrives, usually within milliseconds of each other. Written as each arrived, that was
 ~1.6 writes per 4-pod gang, each decoded again by every PodGang watcher. So a write whose state is still moving
-(a Scheduled gang not yet Running) waits up to `settle` seconds for it to settle; a settled state (Running, or a
-failed verdict) is written at once, so in the common case the gang's status is written once, already Running.
+(a Scheduled gang not yet Running, or pods bound and even running before the verdict on them is recorded) waits up
+to `settle` seconds for it to settle; a settled state (a verdict with Running, or a failed verdict) is written at
+once, so in the common case the gang's status is written once, already Running.
 """
 
 from __future__ import annotations
@@ -162,6 +163,13 @@ def status_patch(podgang: Obj, phase: str, state: ScheduledState | None, now: dt
     return {"status": body}
 
 
+def _moving(phase: str, state: ScheduledState | None) -> bool:
+    """Whether a status is about to change again: no verdict yet (the binds' pod events arrive before the verdict
+    that follows them, so a gang can look Running without one) or a scheduled gang not yet Running. A failed
+    verdict, or a scheduled gang Running, is settled."""
+    return state is None or (state.scheduled and phase != "Running")
+
+
 class PodGangStatusReconciler:
     """Level-based: read the PodGang and its pods from the cache, patch status only when it differs.
 
@@ -219,7 +227,7 @@ class PodGangStatusReconciler:
         if patch is None:
             self._moving_since.pop(key, None)
             return Result()
-        if phase != "Running" and (state is None or state.scheduled):  # still moving: let it settle first
+        if _moving(phase, state):  # let it settle first
             now = self._clock.monotonic()
             waited = now - self._moving_since.setdefault(key, now)
             if waited < self._settle:

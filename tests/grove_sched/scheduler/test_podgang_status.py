@@ -217,3 +217,30 @@ async def test_a_moving_status_is_written_once_it_settles_or_the_wait_ends() -> 
     book.record(key, ScheduledState(False, "Unschedulable", "no room"))
     await reconciler.reconcile(key)
     assert len(server.patches) == 2
+
+
+async def test_pods_running_before_their_verdict_wait_for_it() -> None:
+    """The binds' pod events can arrive before the verdict that follows them: a gang already Running without a
+    verdict waits for it (fake clock, no time passes), so its status is written once, with phase, condition and
+    score together. The old rule took Running as settled and wrote the phase alone, then the verdict."""
+    cached = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
+    cached["metadata"]["resourceVersion"] = "5"
+    key = ObjectKey("default", "g")
+    book = StatusBook()
+    server = StatusServer(cached)
+    pods = {"a": pod("a", node_name="n1", phase="Running")}
+    reconciler = PodGangStatusReconciler(
+        server,  # type: ignore[arg-type]
+        book,
+        lambda _key: server.obj,
+        lambda _pg: pods,
+        "grove-scheduler",
+        FakeClock(),
+        settle=2.0,
+    )
+    assert (await reconciler.reconcile(key)).requeue_after == 2.0
+    assert server.patches == []
+    book.record(key, OK)
+    await reconciler.reconcile(key)
+    assert [sorted(p["status"]) for p in server.patches] == [["conditions", "phase", "placementScore"]]
+    assert server.obj["status"]["phase"] == "Running"
