@@ -228,7 +228,7 @@ class ObjectiveBreakdown:
 
     Tier order (docs/placement-score.md): missing extra pods; preferred-domain violations per topology level
     (broadest first: extra zones, then extra blocks, then extra racks, ... touched by each preferred scope up to
-    its own level); empty domains opened per topology level (broadest first, the host level excluded); the free
+    its own level); empty domains opened at the narrowest topology level above the hosts; the free
     GPUs before placement of the domains the required scopes chose (domain-level best fit); fragmented GPUs (left
     on touched nodes without the CPU or memory a typical GPU pod needs); empty nodes opened; stranded GPUs; missed
     preference weight. `levels` names the hierarchy the vector tiers follow.

@@ -11,7 +11,9 @@ hierarchy, `_levels`):
 2. preferred domains: per level, broadest first, the extra domains each preferred scope touches at that level and
    every broader one. A preferred rack that cannot hold the gang so falls back to one block, then one zone, before
    spreading (KAI's behaviour), instead of scattering over racks anywhere;
-3. empty domains opened, per level broadest first (zones, blocks, racks, ...; the host level has tier 6);
+3. empty domains opened at the narrowest level above the hosts (racks, or whatever the cluster's own hierarchy
+   has there; the host level has tier 6). Counting broader levels too (empty blocks, zones) crowded single-rack
+   and one-pod gangs into used blocks and placed fewer GPUs on the openb trace (6,171 vs 6,198, seed 2);
 4. room: free GPUs, before placement, of the domains the required scopes chose (domain-level best fit: fill the
    fullest rack that fits), at whatever level each scope is. The same at the broader levels, as a tie-breaker
    between equally full racks, cost GPUs on the disaggregated benchmark sequences (3,370 -> 3,352 at 1,000 nodes);

@@ -196,9 +196,8 @@ def objective(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangReques
                 violations_[levels.index(chain[i])] += max(0, len(doms) - 1)
     touched = {n for (_, n), c in counts.items() if c}
     opened = []
-    for i, key in enumerate(declared):
-        if key == HOSTNAME_KEY:
-            continue
+    grouping = [i for i, key in enumerate(declared) if key != HOSTNAME_KEY][-1:]  # the narrowest above the hosts
+    for i in grouping:
         chain = declared[: i + 1]
         empty = {_domain(n, chain) for n in nodes} - {_domain(by_name[b], chain) for b in busy} - {None}
         opened.append(len({_domain(by_name[n], chain) for n in touched} & empty))

@@ -88,7 +88,8 @@ def test_preferred_rack_falls_back_to_one_block_before_spreading() -> None:
 
 def test_empty_domains_count_at_the_cluster_s_own_levels() -> None:
     """With the cluster's own label keys as its hierarchy, a pod goes into the rack already in use instead of
-    opening an empty rack, even where the empty rack's node would strand fewer GPUs. The old rule only knew
+    opening an empty rack, even where the empty rack's node would strand fewer GPUs (the tier counts the narrowest
+    level above the hosts, whatever its key). The old rule only knew
     `topology.kubernetes.io/rack`, so it opened the empty rack."""
     nodes = [
         node("x1", None, labels={RACK: "x", POD: "p0"}),
@@ -99,7 +100,7 @@ def test_empty_domains_count_at_the_cluster_s_own_levels() -> None:
     g = gang(group("w", 1, gpu=2), topology_levels=(POD, RACK, HOSTNAME_KEY))
     result = _placed(place(Snapshot.build(nodes, pods), g))
     assert result.assignments == {"w-0": "x2"}
-    assert result.objective.empty_domains_opened == (0, 0)  # pod, rack
+    assert result.objective.empty_domains_opened == (0,)  # racks, the narrowest level above the hosts
 
 
 def test_racks_of_the_same_name_in_two_blocks_are_two_racks() -> None:
