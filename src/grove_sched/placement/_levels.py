@@ -5,8 +5,8 @@ cluster's own hierarchy (the levels of the ClusterTopologyBinding the gang's Pod
 not on one hard-coded rack key: preferred domains at every level up to the scope's own, room at each required
 scope's level, empty domains at the narrowest level above the hosts (`grouping`). A domain of a level is
 identified by its label value *and* those of every broader level, as KAI and Kueue do: racks named `r1` in two
-blocks are two racks. Keys that a gang's constraints
-name but the hierarchy lacks become standalone levels (no parent: their fallback is the whole cluster).
+blocks are two racks. Keys that a gang's constraints name but the hierarchy lacks become standalone levels (no
+parent: their fallback is the whole cluster).
 
 The composite domain ids depend only on the node labels, so they are memoised on the snapshot's node label
 columns and survive every cycle until a node changes; the per-cycle parts (which domains are empty, their free
