@@ -70,3 +70,11 @@ def test_default_topology_levels_flag() -> None:
     assert config.placement.default_levels == ("example.com/spine", "example.com/leaf")
     with pytest.raises(SystemExit):
         parse_args(["--default-topology-levels", "a,a"])
+
+
+def test_status_settle_flag() -> None:
+    """One status write per gang outcome waits up to 1 s by default; 0 writes every state; negative is refused."""
+    assert parse_args([]).status_settle == 1.0
+    assert parse_args(["--status-settle", "0"]).status_settle == 0.0
+    with pytest.raises(SystemExit):
+        parse_args(["--status-settle", "-1"])
