@@ -214,7 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown = shlex.join(["python", "-m", "benchmarks.e2e.sched_only", *(sys.argv[1:] if argv is None else argv)])
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         summary = {"command": shown, "created": when, "cpus": os.cpu_count(), "median_pods_per_s": median}
-        args.json.write_text(json.dumps({**summary, "runs": results}, indent=2))
+        runs = [{k: v for k, v in r.items() if k != "logs"} for r in results]  # temporary folders of this machine
+        args.json.write_text(json.dumps({**summary, "runs": runs}, indent=2))
     return 0
 
 
