@@ -185,16 +185,14 @@ async def test_stale_cache_neither_resends_nor_conflicts() -> None:
     assert [c["type"] for c in server.obj["status"]["conditions"]] == ["Initialized", "Scheduled"]
 
 
-async def test_a_moving_status_is_written_once_it_settles_or_the_wait_ends() -> None:
-    """A scheduled gang whose pods are not Running yet waits `settle` seconds (fake clock) for them, then its
-    status is written as it stands; a failed verdict is written at once."""
+def _settling(
+    pods: dict[str, dict[str, Any]], clock: FakeClock
+) -> tuple[ObjectKey, StatusBook, StatusServer, PodGangStatusReconciler]:
+    """A Pending one-pod PodGang (with the operator's condition) and a reconciler that lets statuses settle 2 s."""
     cached = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
     cached["metadata"]["resourceVersion"] = "5"
-    key = ObjectKey("default", "g")
     book = StatusBook()
     server = StatusServer(cached)
-    pods = {"a": pod("a", node_name="n1")}
-    clock = FakeClock()
     reconciler = PodGangStatusReconciler(
         server,  # type: ignore[arg-type]
         book,
@@ -204,6 +202,14 @@ async def test_a_moving_status_is_written_once_it_settles_or_the_wait_ends() -> 
         clock,
         settle=2.0,
     )
+    return ObjectKey("default", "g"), book, server, reconciler
+
+
+async def test_a_moving_status_is_written_once_it_settles_or_the_wait_ends() -> None:
+    """A scheduled gang whose pods are not Running yet waits `settle` seconds (fake clock) for them, then its
+    status is written as it stands; a failed verdict is written at once."""
+    clock = FakeClock()
+    key, book, server, reconciler = _settling({"a": pod("a", node_name="n1")}, clock)
     book.record(key, OK)
     first = await reconciler.reconcile(key)
     assert server.patches == []
@@ -223,21 +229,7 @@ async def test_pods_running_before_their_verdict_wait_for_it() -> None:
     """The binds' pod events can arrive before the verdict that follows them: a gang already Running without a
     verdict waits for it (fake clock, no time passes), so its status is written once, with phase, condition and
     score together. The old rule took Running as settled and wrote the phase alone, then the verdict."""
-    cached = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
-    cached["metadata"]["resourceVersion"] = "5"
-    key = ObjectKey("default", "g")
-    book = StatusBook()
-    server = StatusServer(cached)
-    pods = {"a": pod("a", node_name="n1", phase="Running")}
-    reconciler = PodGangStatusReconciler(
-        server,  # type: ignore[arg-type]
-        book,
-        lambda _key: server.obj,
-        lambda _pg: pods,
-        "grove-scheduler",
-        FakeClock(),
-        settle=2.0,
-    )
+    key, book, server, reconciler = _settling({"a": pod("a", node_name="n1", phase="Running")}, FakeClock())
     assert (await reconciler.reconcile(key)).requeue_after == 2.0
     assert server.patches == []
     book.record(key, OK)
