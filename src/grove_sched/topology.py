@@ -35,7 +35,8 @@ CLUSTERTOPOLOGYBINDINGS = ResourceType(
 
 def binding_levels(binding: Obj) -> tuple[str, ...] | None:
     """A binding's node label keys, broadest first; None when its levels cannot be read."""
-    levels = (binding.get("spec") or {}).get("levels")
+    spec = binding.get("spec")
+    levels = spec.get("levels") if isinstance(spec, Mapping) else None
     if not isinstance(levels, list) or not levels:
         return None
     keys = []
@@ -53,7 +54,8 @@ def resolve_levels(podgang: Obj | None, keys: Collection[str], bindings: Iterabl
     for binding in bindings:
         levels = binding_levels(binding)
         if levels is not None:
-            readable[str((binding.get("metadata") or {}).get("name", ""))] = levels
+            metadata = binding.get("metadata")
+            readable[str(metadata.get("name", "") if isinstance(metadata, Mapping) else "")] = levels
     annotations = ((podgang or {}).get("metadata") or {}).get("annotations") or {}
     named = annotations.get(ANNOTATION_TOPOLOGY_NAME)
     if isinstance(named, str) and named in readable:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from grove_sched.gangs import AssemblyContext, GangKey, ReadyGang, assemble
 from grove_sched.topology import binding_levels, resolve_levels
 
@@ -63,3 +66,38 @@ def test_assembly_hands_the_levels_to_placement() -> None:
     assert isinstance(result, ReadyGang)
     assert result.request.topology_levels == NET
     assert seen == [(RACK,)]
+
+
+KEYS = ("k/zone", "k/block", "k/rack", "k/leaf", "kubernetes.io/hostname")
+ANY_OBJECT: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def bindings_and_gang(draw: st.DrawFn) -> tuple[list[Any], Any, set[str]]:
+    """Readable bindings (levels drawn from KEYS), some unreadable objects, a PodGang naming one of them or not."""
+    readable = [
+        binding(f"b{i}", *draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=4, unique=True)))
+        for i in range(draw(st.integers(0, 3)))
+    ]
+    odd = [{"metadata": {"name": f"x{i}"}, "spec": draw(ANY_OBJECT)} for i in range(draw(st.integers(0, 2)))]
+    everything = draw(st.permutations(readable + odd))
+    name = draw(
+        st.sampled_from([None, "gone", *[f"b{i}" for i in range(len(readable))], *[f"x{i}" for i in range(len(odd))]])
+    )
+    return everything, named(name), set(draw(st.lists(st.sampled_from(KEYS), max_size=2)))
+
+
+@given(bindings_and_gang())
+def test_the_rule_names_one_readable_binding_or_the_default(case: tuple[list[Any], Any, set[str]]) -> None:
+    """Whatever the bindings hold: the answer is the named binding's levels when it is readable, else the levels of
+    the one readable binding holding every key, else the default (empty); never a crash, never a mix."""
+    bindings, podgang_, keys = case
+    readable = {b["metadata"]["name"]: binding_levels(b) for b in bindings if binding_levels(b) is not None}
+    name = podgang_["metadata"]["annotations"].get("grove.io/topology-name")
+    fitting = [levels for levels in readable.values() if levels is not None and keys <= set(levels)]
+    expected = readable[name] if name in readable else fitting[0] if len(fitting) == 1 else ()
+    assert resolve_levels(podgang_, keys, bindings) == expected
