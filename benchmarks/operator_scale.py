@@ -224,6 +224,7 @@ async def cluster(nodes: int, operator_src: Path | None, profile_out: Path | Non
             operator = await asyncio.create_subprocess_exec(
                 sys.executable, *profiler, "-m", "grove_operator.cli", "--kubeconfig", str(sim.kubeconfig),
                 "--no-leader-elect", "--health-port", "0", "--metrics-port", "0", "--log-level", "WARNING",
+                "--webhook-port", "0", "--webhook-namespace", NAMESPACE,
                 stdout=asyncio.subprocess.DEVNULL, stderr=sink, env=env,
             )  # fmt: skip
         client = await KubeClient.from_kubeconfig(str(sim.kubeconfig))

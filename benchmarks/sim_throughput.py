@@ -13,6 +13,7 @@ by their sum, not by the server alone. Run::
 
     .venv/bin/python -m benchmarks.sim_throughput --pods 50000 --nodes 5000 --watchers 3 --concurrency 64
     .venv/bin/python -m benchmarks.sim_throughput --quick          # < 60 s, medians over 3 fresh servers
+    .venv/bin/python -m benchmarks.sim_throughput --webhooks       # PodCliqueSet creates without/with webhooks
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from benchmarks.sim_throughput_phases import (
 from benchmarks.sim_throughput_proc import SimProcess, profile_hotspots
 from benchmarks.sim_throughput_report import markdown, summarize
 from benchmarks.sim_throughput_watch import PodWatcher
+from benchmarks.sim_throughput_webhooks import markdown_webhooks, run_webhooks
 
 __all__ = ["BenchConfig", "main", "measure", "run"]
 
@@ -292,12 +294,33 @@ def _parser() -> argparse.ArgumentParser:
         "--profile", type=Path, default=None, help="run the first server under cProfile, write stats here"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--webhooks",
+        action="store_true",
+        help="instead: PodCliqueSet creates without and with grove-operator's admission webhooks (cost per create)",
+    )
     return parser
 
 
 def _terminate(signum: int, frame: object) -> None:
     """SIGTERM unwinds like Ctrl-C, so the grove-sim child is stopped by its context manager."""
     raise KeyboardInterrupt
+
+
+def _webhooks_main(args: argparse.Namespace) -> int:
+    """``--webhooks``: 2,000 creates (500 with --quick) per phase, 3 repetitions, 100 nodes unless told otherwise."""
+    count = 500 if args.quick else min(args.pods, 2_000)
+    nodes = 100 if args.nodes == BenchConfig().nodes else args.nodes
+    out: Path = args.json or RESULTS / "sim_throughput_webhooks.json"
+    try:
+        result = run_webhooks(count, min(args.concurrency, 32), args.repeat or 3, nodes)
+    except KeyboardInterrupt:
+        print("interrupted; grove-sim stopped", file=sys.stderr)
+        return 130
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(markdown_webhooks(result))
+    print(f"\nJSON: {out}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
             args.repeat or 3,
         )
     signal.signal(signal.SIGTERM, _terminate)
+    if args.webhooks:
+        return _webhooks_main(args)
     out: Path = args.json or RESULTS / ("sim_throughput_quick.json" if args.quick else "sim_throughput.json")
     try:
         result = run(config, profile_out=args.profile.resolve() if args.profile else None)

@@ -3,7 +3,8 @@
 The load generator must not share a CPU time slice (or a GIL) with the server it measures, so the benchmark runs
 ``grove-sim up`` as a child process, optionally under ``cProfile`` to name the server's hot spots. Readiness is the
 kubeconfig file appearing (the CLI writes it only once it listens). The child is always stopped with SIGTERM (so
-cProfile can write its output) and killed if it does not exit in time.
+cProfile can write its output) and killed if it does not exit in time. The ``grove-initc`` image runs as the
+installed ``grove-initc`` (``--exec-image``), so pods that start after others are held as in a real cluster.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import yaml
+
+from grove_sim.testing import console_script
 
 __all__ = ["SimProcess", "SimStartError", "cpu_seconds", "profile_hotspots", "read_kubeconfig", "rss_mib"]
 
@@ -90,8 +94,14 @@ class SimProcess:
         topology: str = "block=10,rack=5",
         profile_out: Path | None = None,
         start_timeout: float = 120.0,
+        ready_delay: float = 0.0,
+        exec_images: Mapping[str, str] | None = None,
     ) -> None:
         self.nodes = nodes
+        self.ready_delay = ready_delay
+        self.exec_images = (
+            dict(exec_images) if exec_images is not None else {"grove-initc": console_script("grove-initc")}
+        )
         self.gpus_per_node = gpus_per_node
         self.topology = topology
         self.profile_out = profile_out
@@ -129,6 +139,9 @@ class SimProcess:
             str(self.gpus_per_node),
             "--topology",
             self.topology,
+            "--ready-delay",
+            str(self.ready_delay),
+            *(arg for prefix, command in self.exec_images.items() for arg in ("--exec-image", f"{prefix}={command}")),
             "--log-level",
             "WARNING",
         ]

@@ -2,8 +2,8 @@
 
 Starts `grove-sim` as a separate process (2 blocks x 4 racks x 8 nodes x 8 GPUs), then, when they are installed,
 `grove-operator` and `grove-scheduler` as separate processes too; installs the CRDs, applies a disaggregated
-inference PodCliqueSet, scales it, and prints what happened. `--keep` leaves the cluster running until Ctrl-C so
-you can explore it with kubectl.
+inference PodCliqueSet, scales it, shows a high-priority gang preempting a low one, and prints what happened.
+`--keep` leaves the cluster running until Ctrl-C so you can explore it with kubectl.
 
 It stops everything it started on the way out, whatever ends it: the end of the walkthrough, Ctrl-C, SIGTERM or
 SIGHUP at any step (`make` passes its own SIGTERM on), and even SIGKILL: each program runs in its own process group
@@ -27,17 +27,22 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import yaml
 
+from grove_operator.initc.verify import order_violations, ready_since, startup_parents_of
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 RACK, BLOCK = "topology.kubernetes.io/rack", "topology.kubernetes.io/block"
 BOLD, DIM, RESET = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+READY_DELAY = 1.0
+"""Seconds from a pod's start to Ready in the simulated cluster, so startup order is visible in the times."""
 PR_SET_PDEATHSIG = 1
 
 
@@ -152,6 +157,7 @@ def running_cluster(workdir: Path, *, show_paths: bool) -> Iterator[Cluster]:
                 str(BIN / "grove-sim"),
                 *("up", "--kubeconfig", str(cluster.kubeconfig), "--port", "0"),
                 *("--nodes", "64", "--gpus-per-node", "8", "--topology", "block=2,rack=4"),
+                *("--ready-delay", str(READY_DELAY), "--exec-image", f"grove-initc={BIN / 'grove-initc'}"),
             ],
         )
         cluster.wait_for_kubeconfig()
@@ -288,6 +294,40 @@ def listening_port(cluster: Cluster, name: str, timeout: float = 30.0) -> int:
     raise SystemExit(f"{name} did not report its metrics port")
 
 
+def startup_order(cluster: Cluster, timeout: float = 60.0) -> None:
+    """Apply the Explicit-order example and print when each clique became Ready, relative to the first pod."""
+    cluster.kubectl("apply", "-f", str(ROOT / "examples" / "startup-order.yaml"))
+    selector = "app.kubernetes.io/part-of=ordered"
+    deadline = time.monotonic() + timeout
+    shown_waiting = False
+    pods: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        pods = get_json(cluster, "pods", "-l", selector)["items"]
+        inits = [s for p in pods for s in p.get("status", {}).get("initContainerStatuses", [])]
+        waiting = any(s.get("state", {}).get("running") for s in inits)
+        if waiting and not shown_waiting:
+            cluster.kubectl("get", "pods", "-l", selector)
+            shown_waiting = True
+        if len(pods) == 6 and all(ready_since(p) for p in pods):
+            break
+        time.sleep(0.2)
+    else:
+        print(f"(not every pod was Ready after {timeout:.0f} s)")
+    cluster.kubectl("get", "pods", "-l", selector)
+    stamps = {p["metadata"]["name"]: ready_since(p) for p in pods}
+    first = min((t for t in stamps.values() if t is not None), default=None)
+    print(f"\n  {'clique':<8} {'pod':<24} {'Ready at':>8}  waited for (grove-initc --podcliques)")
+    for pod in sorted(pods, key=lambda p: stamps[p["metadata"]["name"]] or datetime.max.replace(tzinfo=UTC)):
+        name = pod["metadata"]["name"]
+        clique = pod["metadata"]["labels"]["grove.io/podclique"].removeprefix("ordered-0-")
+        at = stamps[name]
+        when = f"+{(at - first).total_seconds():.0f} s" if at is not None and first is not None else "-"
+        parents = ", ".join(f"{p}:{n}" for p, n in startup_parents_of(pod).items()) or "-"
+        print(f"  {clique:<8} {name:<24} {when:>8}  {parents}")
+    problems = order_violations(pods)
+    print("no pod became Ready before its parents" if not problems else "OUT OF ORDER:\n  " + "\n  ".join(problems))
+
+
 def walkthrough(cluster: Cluster, keep: bool) -> None:
     """The demo's steps against a running simulated cluster."""
     step("A simulated GPU cluster: 2 blocks x 4 racks x 8 nodes x 8 GPUs")
@@ -305,6 +345,7 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
             str(BIN / "grove-operator"),
             *("--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", "grove-system"),
             *("--health-probe-bind-address", loopback_any_port, "--metrics-bind-address", loopback_any_port),
+            *("--webhook-port", "0"),
         ],
     )
     cluster.start(
@@ -332,11 +373,17 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
     cluster.kubectl("get", "pcs,pcsg")
     report_gangs(cluster, "llm")
 
+    step("Startup order: the cache first, then prefill and decode, then the router (examples/startup-order.yaml)")
+    startup_order(cluster)
+
+    preemption(cluster)
+
     step("What the scheduler measured")
     report_solve_time(metrics_port)
 
     step("Invalid input is refused with a Status that names the field")
     cluster.kubectl("apply", "-f", "-", check=False, stdin=BROKEN_PCS)
+    admission_webhooks(cluster)
 
     if keep:
         step("Explore it yourself")
@@ -347,6 +394,92 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
         signal.pause()
     else:
         step("Explore it yourself: make demo ARGS=--keep keeps the cluster running until Ctrl-C")
+
+
+def free_nodes(cluster: Cluster, count: int) -> list[str]:
+    """The last `count` nodes that run no pod at all."""
+    used = {p["spec"].get("nodeName") for p in get_json(cluster, "pods", "-A")["items"]}
+    names = sorted(n["metadata"]["name"] for n in get_json(cluster, "nodes")["items"])
+    return [name for name in names if name not in used][-count:]
+
+
+def gpu_pcs(name: str, priority_class: str, replicas: int, nodes: Sequence[str]) -> dict[str, Any]:
+    """A PodCliqueSet whose every replica is a gang of two 8-GPU pods, kept to `nodes` by node affinity."""
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}
+    pod_spec = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}},
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.example.com/worker:1",
+                "resources": {"requests": {"nvidia.com/gpu": "8", "cpu": "4"}, "limits": {"nvidia.com/gpu": "8"}},
+            }
+        ],
+    }
+    clique = {"name": "w", "spec": {"roleName": "worker", "replicas": 2, "podSpec": pod_spec}}
+    return {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodCliqueSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "template": {"priorityClassName": priority_class, "cliques": [clique]}},
+    }
+
+
+def preemption(cluster: Cluster) -> None:
+    """Two low-priority batch gangs fill four nodes; a high-priority gang preempts one of them, whole."""
+    step("Preemption: two batch gangs (priority 10) fill four nodes; a serving gang (priority 1000) needs two")
+    nodes = free_nodes(cluster, 4)
+    classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        for name, value in (("batch", 10), ("serving", 1000))
+    ]
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([*classes, gpu_pcs("batch", "batch", 2, nodes)]))
+    wait_for_bound_pods(cluster, "batch", 4)
+    cluster.kubectl("get", "pods", "-l", "app.kubernetes.io/part-of=batch", "-o", "wide")
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(gpu_pcs("serving", "serving", 1, nodes)))
+    wait_for_bound_pods(cluster, "serving", 2)
+    cluster.kubectl("get", "pods", "-l", "app.kubernetes.io/part-of in (batch,serving)", "-o", "wide")
+    events = get_json(cluster, "events")["items"]
+    for event in events:
+        if event.get("reason") == "Preempting" and event["involvedObject"].get("kind") == "PodGang":
+            print(f"{event['involvedObject']['name']}: {event['message']}")
+    victims = sorted(
+        {e["involvedObject"]["name"] for e in events if e.get("reason") == "Preempted"
+         and e["involvedObject"].get("kind") == "PodGang"}
+    )  # fmt: skip
+    print(f"victim gang(s), evicted whole: {', '.join(victims) or '-'}; their recreated pods wait, saying why:")
+    pods = get_json(cluster, "pods", "-l", "app.kubernetes.io/part-of=batch")["items"]
+    for pod in pods:
+        for cond in pod.get("status", {}).get("conditions", []):
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                print(f"  {pod['metadata']['name']}: {cond.get('reason')}: {cond.get('message')}")
+
+
+def admission_webhooks(cluster: Cluster) -> None:
+    """The operator's admission webhooks: rules the schema cannot express, immutable fields, stored defaults."""
+    step("The operator's admission webhooks: a startsAfter cycle and a change of cliqueNames are refused")
+    cluster.kubectl("apply", "-f", "-", check=False, stdin=CYCLIC_PCS)
+    manifest = (ROOT / "examples" / "disaggregated-inference.yaml").read_text()
+    changed = manifest.replace("cliqueNames: [dleader, dworker]", "cliqueNames: [dleader]")
+    cluster.kubectl("apply", "-f", "-", check=False, stdin=changed)
+    print("Defaults the webhook stored (terminationDelay, minAvailable of each clique):")
+    cluster.kubectl(
+        "get", "pcs", "llm", "-o",
+        "jsonpath={.spec.template.terminationDelay} {.spec.template.cliques[*].spec.minAvailable}{'\\n'}",
+    )  # fmt: skip
+
+
+CYCLIC_PCS = """apiVersion: grove.io/v1alpha1
+kind: PodCliqueSet
+metadata: {name: cyclic}
+spec:
+  replicas: 1
+  template:
+    cliqueStartupType: CliqueStartupTypeExplicit
+    cliques:
+      - {name: a, spec: {roleName: a, replicas: 1, startsAfter: [b], podSpec: {containers: [{name: c, image: x}]}}}
+      - {name: b, spec: {roleName: b, replicas: 1, startsAfter: [a], podSpec: {containers: [{name: c, image: x}]}}}
+"""
 
 
 BROKEN_PCS = (

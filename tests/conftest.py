@@ -12,6 +12,7 @@ import asyncio
 import inspect
 import os
 import subprocess
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -19,8 +20,10 @@ import pytest
 from hypothesis import settings
 from kubernetes_asyncio import client, config
 
+from grove_runtime.client import KubeClient
+from grove_runtime.resources import NAMESPACES
 from grove_sim.cluster import nodes_from_flags
-from grove_sim.testing import SimCluster
+from grove_sim.testing import SimCluster, console_script
 
 KUBECTL = "/usr/bin/kubectl"
 
@@ -32,8 +35,10 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimCluster]:
-    """A fresh simulated cluster (4 nodes with 8 GPUs each, block/rack topology) shared by one test module."""
-    with SimCluster(nodes=nodes_from_flags(4, 8, "block=2,rack=4")) as cluster:
+    """A fresh simulated cluster (4 nodes with 8 GPUs each, block/rack topology) shared by one test module; the
+    `grove-initc` image runs as the installed program, so pods that start after others wait as in a cluster."""
+    initc = {"grove-initc": console_script("grove-initc")}
+    with SimCluster(nodes=nodes_from_flags(4, 8, "block=2,rack=4"), exec_images=initc) as cluster:
         yield cluster
 
 
@@ -78,6 +83,24 @@ async def api_client(sim: SimCluster) -> AsyncIterator[client.ApiClient]:
         yield api
     finally:
         await api.close()
+
+
+@pytest.fixture
+async def kube(sim: SimCluster) -> AsyncIterator[KubeClient]:
+    """A grove_runtime client for the module's sim, with the administrator's kubeconfig."""
+    client = await KubeClient.from_kubeconfig(sim.kubeconfig)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def namespace(kube: KubeClient) -> str:
+    """A fresh namespace per test."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    await kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
 
 
 @pytest.fixture

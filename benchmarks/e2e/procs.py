@@ -149,6 +149,7 @@ def operator(kubeconfig: Path, namespace: str, logdir: Path, profile_out: Path |
     argv = [
         *_profiled(profile_out), "-m", "grove_operator.cli", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
         "--namespace", namespace, "--health-port", str(port), "--metrics-port", "0", "--log-level", "WARNING",
+        "--webhook-port", "0", "--webhook-namespace", namespace,
     ]  # fmt: skip
     return Child("grove-operator", argv, logdir, port)
 

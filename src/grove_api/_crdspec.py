@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from grove_api._schema import Schema, TypeExtras
 from grove_api.common import TopologyConstraint, TopologyPackConstraint
+from grove_api.dynamo_v1 import DynamoPodClique, PodGangSet
 from grove_api.podclique import PodClique
 from grove_api.podcliqueset import PodCliqueSet
 from grove_api.podgang import PodGang
@@ -70,6 +71,8 @@ class CRDKind:
     printer_columns: tuple[PrinterColumn, ...]
     path_extras: dict[str, Schema] = field(default_factory=dict)
     """Extras keyed by dotted JSON path from the object root; `name[]` steps into a list's items."""
+    version: str = "v1alpha1"
+    categories: tuple[str, ...] = ("grove",)
 
 
 _AGE = PrinterColumn("Age", "date", ".metadata.creationTimestamp")
@@ -213,5 +216,63 @@ CRD_KINDS: tuple[CRDKind, ...] = (
         description="A gang of PodGroups that a scheduler must place atomically (minReplicas of each, or none).",
         scale=None,
         printer_columns=(PrinterColumn("Phase", "string", ".status.phase"), _AGE),
+    ),
+    CRDKind(
+        model=PodGangSet,
+        group="grove.dynamo.ai",
+        version="v1",
+        kind="PodGangSet",
+        plural="podgangsets",
+        singular="podgangset",
+        short_names=("pgs",),
+        scope="Namespaced",
+        description="Grove's first API: replicas of one pod template placed as one gang of at least minAvailable.",
+        scale=ScalePaths(".spec.replicas", ".status.replicas", ".status.selector"),
+        printer_columns=(
+            PrinterColumn("Replicas", "integer", ".spec.replicas"),
+            PrinterColumn("MinAvailable", "integer", ".spec.minAvailable"),
+            PrinterColumn("Ready", "integer", ".status.readyReplicas"),
+            PrinterColumn("Scheduled", "boolean", ".status.scheduled"),
+            PrinterColumn("Reason", "string", '.status.conditions[?(@.type=="Scheduled")].reason', 1),
+            _AGE,
+        ),
+        path_extras={
+            "spec": {
+                "x-kubernetes-validations": [
+                    {
+                        "rule": "!has(self.minAvailable) || !has(self.replicas) || self.minAvailable <= self.replicas",
+                        "message": "must not be greater than spec.replicas",
+                        "fieldPath": ".minAvailable",
+                    }
+                ]
+            },
+            "spec.template.spec": {
+                "x-kubernetes-validations": [
+                    {
+                        "rule": "has(self.containers) && size(self.containers) > 0",
+                        "message": "a pod template needs at least one container",
+                        "fieldPath": ".containers",
+                        "reason": "FieldValueRequired",
+                    }
+                ]
+            },
+        },
+    ),
+    CRDKind(
+        model=DynamoPodClique,
+        group="grove.dynamo.ai",
+        version="v1",
+        kind="PodClique",
+        plural="dynamopodcliques",
+        singular="dynamopodclique",
+        short_names=("dpclq",),
+        scope="Namespaced",
+        description="Grove's first API: pod-affinity terms added to the PodGangSet pods a selector matches.",
+        scale=None,
+        printer_columns=(
+            PrinterColumn("Matched", "integer", ".status.matchedPods"),
+            PrinterColumn("Applied", "integer", ".status.appliedPods"),
+            _AGE,
+        ),
     ),
 )

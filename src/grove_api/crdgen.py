@@ -20,9 +20,10 @@ import yaml
 from grove_api._crdspec import CRD_KINDS, TYPE_EXTRAS, CRDKind
 from grove_api._schema import Schema, deep_merge, model_schema
 
-__all__ = ["VERSION", "crd_filename", "generate", "generate_crd", "main", "render", "write_crds"]
+__all__ = ["crd_filename", "generate", "generate_crd", "main", "render", "write_crds"]
 
-VERSION = "v1alpha1"
+_GENERATED = ("*grove.io_*.yaml", "grove.dynamo.ai_*.yaml")
+"""File patterns of Grove CRDs in the output directory (stale ones are removed)."""
 
 
 def _node_at(schema: Schema, path: str) -> Schema:
@@ -62,24 +63,26 @@ def generate_crd(kind: CRDKind) -> dict[str, Any]:
             "statusReplicasPath": kind.scale.status_replicas,
             "labelSelectorPath": kind.scale.label_selector,
         }
+    names: dict[str, Any] = {
+        "kind": kind.kind,
+        "listKind": f"{kind.kind}List",
+        "plural": kind.plural,
+        "singular": kind.singular,
+    }
+    if kind.short_names:
+        names["shortNames"] = list(kind.short_names)
+    names["categories"] = list(kind.categories)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{kind.plural}.{kind.group}"},
         "spec": {
             "group": kind.group,
-            "names": {
-                "kind": kind.kind,
-                "listKind": f"{kind.kind}List",
-                "plural": kind.plural,
-                "singular": kind.singular,
-                "shortNames": list(kind.short_names),
-                "categories": ["grove"],
-            },
+            "names": names,
             "scope": kind.scope,
             "versions": [
                 {
-                    "name": VERSION,
+                    "name": kind.version,
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": _root_schema(kind)},
@@ -116,9 +119,10 @@ def write_crds(output_dir: Path) -> list[Path]:
         path.write_text(render(crd), encoding="utf-8")
         written.append(path)
     expected = {p.name for p in written}
-    for stale in output_dir.glob("*grove.io_*.yaml"):
-        if stale.name not in expected:
-            stale.unlink()
+    for pattern in _GENERATED:
+        for stale in output_dir.glob(pattern):
+            if stale.name not in expected:
+                stale.unlink()
     return written
 
 

@@ -44,6 +44,12 @@ __all__ = [
     "FINALIZER_PCS",
     "FINALIZER_PCSG",
     "INIT_CONTAINER_NAME",
+    "INIT_POD_INFO_MOUNT_PATH",
+    "INIT_POD_INFO_NAMESPACE_FILE",
+    "INIT_POD_INFO_PODGANG_FILE",
+    "INIT_POD_INFO_VOLUME",
+    "INIT_SA_TOKEN_MOUNT_PATH",
+    "INIT_SA_TOKEN_VOLUME",
     "LABEL_BASE_PODGANG",
     "LABEL_COMPONENT",
     "LABEL_KAI_QUEUE",
@@ -138,6 +144,15 @@ ENV_INIT_CONTAINER_IMAGE = "GROVE_INIT_CONTAINER_IMAGE"
 
 SCHEDULING_GATE_PODGANG_PENDING = "grove.io/podgang-pending-creation"
 INIT_CONTAINER_NAME = "grove-initc"
+
+# What the operator mounts into `grove-initc` and the program reads (grove-reference §3.5): the pod's namespace and
+# PodGang as downward-API files, and the PodCliqueSet's service-account token where in-cluster clients look for it.
+INIT_POD_INFO_VOLUME = "pod-info-vol"
+INIT_POD_INFO_MOUNT_PATH = "/var/grove/pod-info"
+INIT_POD_INFO_NAMESPACE_FILE = "namespace"
+INIT_POD_INFO_PODGANG_FILE = "podgangname"
+INIT_SA_TOKEN_VOLUME = "sa-token-secret-vol"
+INIT_SA_TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 def managed_labels(pcs_name: str) -> dict[str, str]:

@@ -12,16 +12,13 @@ from typing import Any
 from grove_api import ClusterTopologyBinding
 from grove_operator._fieldchecks import FieldErrors
 
-__all__ = ["check_resource_sharing", "check_topology"]
+__all__ = ["check_resource_sharing", "check_topology", "topology_warnings"]
 
 _TEMPLATE = "spec.template"
 
 
-def check_topology(
-    errors: FieldErrors, pcs: Mapping[str, Any], topologies: Mapping[str, ClusterTopologyBinding]
-) -> None:
-    """Create-time topology rules: one topology per PCS, binding and domains exist, sane nesting."""
-    template = (pcs.get("spec") or {}).get("template") or {}
+def _constraints(template: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(field path, constraint) of every topologyConstraint set at PCS, scaling-group and clique level."""
     entries: list[tuple[str, Mapping[str, Any]]] = []
     if template.get("topologyConstraint"):
         entries.append((f"{_TEMPLATE}.topologyConstraint", template["topologyConstraint"]))
@@ -33,6 +30,24 @@ def check_topology(
     for index, clique in enumerate(template.get("cliques") or ()):
         if clique.get("topologyConstraint"):
             entries.append((f"{_TEMPLATE}.cliques[{index}].topologyConstraint", clique["topologyConstraint"]))
+    return entries
+
+
+def check_topology(
+    errors: FieldErrors,
+    pcs: Mapping[str, Any],
+    topologies: Mapping[str, ClusterTopologyBinding],
+    *,
+    enabled: bool = True,
+) -> None:
+    """Create-time topology rules: with topology-aware scheduling off no constraint at all; else one topology per
+    PCS, binding and domains exist, sane nesting."""
+    template = (pcs.get("spec") or {}).get("template") or {}
+    entries = _constraints(template)
+    if not enabled:
+        for path, _ in entries:
+            errors.add(path, "Forbidden", "topology-aware scheduling is disabled in this operator")
+        return
     names = {str(c["topologyName"]) for _, c in entries if c.get("topologyName")}
     if len(names) > 1:
         errors.add(_TEMPLATE, "Invalid", f"a PodCliqueSet may use only one topology, found {sorted(names)}")
@@ -54,6 +69,25 @@ def check_topology(
             if domain and binding.spec.key_for(str(domain)) is None:
                 errors.add(f"{path}.pack.{kind}", "NotFound", f"domain {domain!r} not in {binding.metadata.name!r}")
     _check_domain_nesting(errors, template, binding)
+
+
+def topology_warnings(pcs: Mapping[str, Any], topologies: Mapping[str, ClusterTopologyBinding]) -> list[str]:
+    """A preferred domain coarser than the required one at the same level can never be honoured beyond it."""
+    warnings = []
+    entries = _constraints((pcs.get("spec") or {}).get("template") or {})
+    binding = topologies.get(next((str(c["topologyName"]) for _, c in entries if c.get("topologyName")), ""))
+    for path, constraint in entries:
+        pack = constraint.get("pack") or {}
+        if binding is None or not pack.get("required") or not pack.get("preferred"):
+            continue
+        depth = {level.domain: index for index, level in enumerate(binding.spec.levels)}
+        required, preferred = depth.get(str(pack["required"])), depth.get(str(pack["preferred"]))
+        if required is not None and preferred is not None and preferred < required:
+            warnings.append(
+                f"{path}.pack.preferred: {pack['preferred']!r} is coarser than the required {pack['required']!r}"
+                " and adds nothing"
+            )
+    return warnings
 
 
 def _required_depth(constraint: Mapping[str, Any] | None, depth: Mapping[str, int]) -> int | None:

@@ -1,10 +1,10 @@
 """What a PodCliqueSet must satisfy before the operator acts on it: the validating webhook's rules and the
 operator's sanity bound on the number of pods.
 
-Why in the operator: until the admission webhook refuses such objects at the API server (it will call these same
-functions), an invalid or absurdly large PodCliqueSet can be stored, and the reconcilers must refuse it
-themselves, visibly (`status.lastErrors` naming the field, a Warning Event) and cheaply (no work proportional to
-a number in its spec).
+Why in the operator as well as in its admission webhook (`grove_operator.webhooks`, which calls these same
+functions): a PodCliqueSet can still reach the store unchecked (webhooks turned off, a `failurePolicy: Ignore`
+outage), and the reconcilers must refuse it themselves, visibly (`status.lastErrors` naming the field, a Warning
+Event) and cheaply (no work proportional to a number in its spec).
 
 The bound (`OperatorConfig.max_pods_per_podcliqueset`, flag `--max-pods-per-podcliqueset`, default 100,000) is
 checked per object: a PodCliqueSet's template (replicas x the pods of one replica), a PodCliqueScalingGroup
@@ -17,14 +17,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pydantic
+
 from grove_api import PodCliqueScalingGroupConfig, PodCliqueSet, PodCliqueSetTemplateSpec
 from grove_operator import defaults, validation
 from grove_operator._fieldchecks import FieldError
-from grove_operator.parsed import ParseMemo
+from grove_operator.parsed import ParseMemo, defaulted_podcliqueset
 
 __all__ = [
     "group_replica_pods",
     "pod_bound_error",
+    "pod_bound_errors",
     "replica_pods",
     "spec_errors",
     "summarize",
@@ -62,17 +65,30 @@ def pod_bound_error(field: str, pods: int, maximum: int, what: str) -> FieldErro
     )
 
 
+def _bound_errors(pcs: PodCliqueSet, maximum: int) -> list[FieldError]:
+    replicas = pcs.spec.replicas or 0
+    bound = pod_bound_error(
+        "spec.replicas", replicas * replica_pods(pcs.spec.template), maximum, f"{replicas} replicas of the template"
+    )
+    return [bound] if bound is not None else []
+
+
 def _spec_errors(raw: Obj, pcs: PodCliqueSet, maximum: int, default_scheduler_name: str) -> list[FieldError]:
     errors = validation.validate_podcliqueset(
         defaults.default_podcliqueset(raw), create=False, default_scheduler_name=default_scheduler_name
     )
     if errors:
         return errors  # the count below assumes a valid template (e.g. minAvailable <= replicas)
-    replicas = pcs.spec.replicas or 0
-    bound = pod_bound_error(
-        "spec.replicas", replicas * replica_pods(pcs.spec.template), maximum, f"{replicas} replicas of the template"
-    )
-    return [bound] if bound is not None else []
+    return _bound_errors(pcs, maximum)
+
+
+def pod_bound_errors(valid: Obj, maximum: int) -> list[FieldError]:
+    """The pod bound of a PodCliqueSet that passed validation (the webhook refuses what the reconciler would)."""
+    try:
+        pcs = defaulted_podcliqueset(valid)
+    except pydantic.ValidationError:
+        return []
+    return _bound_errors(pcs, maximum)
 
 
 def spec_errors(memo: ParseMemo, raw: Obj, *, maximum: int, default_scheduler_name: str) -> list[FieldError]:

@@ -13,14 +13,17 @@ from grove_runtime.resources import ResourceType
 
 __all__ = [
     "CLUSTERTOPOLOGYBINDINGS",
+    "DYNAMO_PODCLIQUES",
     "INDEX_BASE_PODGANG",
     "INDEX_PART_OF",
     "INDEX_PCSG",
     "INDEX_PODCLIQUE",
+    "INDEX_PODGANGSET",
     "PODCLIQUES",
     "PODCLIQUESCALINGGROUPS",
     "PODCLIQUESETS",
     "PODGANGS",
+    "PODGANGSETS",
     "namespaced_label_index",
 ]
 
@@ -30,6 +33,9 @@ PODCLIQUESETS = ResourceType("grove.io", "v1alpha1", "podcliquesets", "PodClique
 PODCLIQUES = ResourceType("grove.io", "v1alpha1", "podcliques", "PodClique")
 PODCLIQUESCALINGGROUPS = ResourceType("grove.io", "v1alpha1", "podcliquescalinggroups", "PodCliqueScalingGroup")
 PODGANGS = ResourceType("scheduler.grove.io", "v1alpha1", "podgangs", "PodGang")
+PODGANGSETS = ResourceType("grove.dynamo.ai", "v1", "podgangsets", "PodGangSet")
+DYNAMO_PODCLIQUES = ResourceType("grove.dynamo.ai", "v1", "dynamopodcliques", "PodClique")
+"""The PodCliques of the first API (same kind name as grove.io's, another group)."""
 CLUSTERTOPOLOGYBINDINGS = ResourceType(
     "grove.io", "v1alpha1", "clustertopologybindings", "ClusterTopologyBinding", namespaced=False
 )
@@ -38,6 +44,7 @@ INDEX_PART_OF = "grove-part-of"
 INDEX_PODCLIQUE = "grove-podclique"
 INDEX_PCSG = "grove-pcsg"
 INDEX_BASE_PODGANG = "grove-base-podgang"
+INDEX_PODGANGSET = "grove-podgangset"
 
 
 def namespaced_label_index(label: str) -> Callable[[Obj], Iterable[str]]:

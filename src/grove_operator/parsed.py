@@ -14,15 +14,16 @@ parsed by the PodCliqueSet controller is not parsed again by its own). It holds 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
+import pydantic
 from pydantic import BaseModel
 
-from grove_api import PodCliqueSet
+from grove_api import ClusterTopologyBinding, PodCliqueSet
 from grove_operator import defaults
 
-__all__ = ["MAX_ENTRIES", "ParseMemo", "defaulted_podcliqueset"]
+__all__ = ["MAX_ENTRIES", "ParseMemo", "defaulted_podcliqueset", "parsed_topologies"]
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
@@ -79,3 +80,14 @@ class ParseMemo:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def parsed_topologies(objects: Iterable[Obj], memo: ParseMemo) -> dict[str, ClusterTopologyBinding]:
+    """The ClusterTopologyBindings by name (ones that do not parse are left out: nothing can use them)."""
+    topologies: dict[str, ClusterTopologyBinding] = {}
+    for obj in objects:
+        try:
+            topologies[str(obj["metadata"]["name"])] = memo.parse(ClusterTopologyBinding, obj)
+        except pydantic.ValidationError:
+            continue
+    return topologies

@@ -17,7 +17,14 @@ from grove_operator import _fieldchecks as checks
 from grove_operator import _validation_extra as extra
 from grove_operator._fieldchecks import ErrorType, FieldError, FieldErrors
 
-__all__ = ["ErrorType", "FieldError", "validate_podcliqueset", "validate_podcliqueset_update"]
+__all__ = [
+    "ErrorType",
+    "FieldError",
+    "podcliqueset_warnings",
+    "validate_clustertopology",
+    "validate_podcliqueset",
+    "validate_podcliqueset_update",
+]
 
 _STARTUP_TYPES = ("CliqueStartupTypeAnyOrder", "CliqueStartupTypeInOrder", "CliqueStartupTypeExplicit")
 _TEMPLATE = "spec.template"
@@ -169,11 +176,13 @@ def validate_podcliqueset(
     default_scheduler_name: str = "default-scheduler",
     enabled_schedulers: Collection[str] | None = None,
     topologies: Mapping[str, ClusterTopologyBinding] | None = None,
+    topology_aware: bool = True,
 ) -> list[FieldError]:
     """Every create/update rule violated by a (defaulted) PodCliqueSet; `create` adds the create-only rules.
 
     `enabled_schedulers` (None: accept any) and `default_scheduler_name` mirror the operator's backend config;
-    `topologies` are the ClusterTopologyBindings by name, used by the create-time topology rules.
+    `topologies` are the ClusterTopologyBindings by name, used by the create-time topology rules, which refuse any
+    constraint when `topology_aware` scheduling is off.
     """
     errors = FieldErrors()
     metadata, spec = pcs.get("metadata") or {}, pcs.get("spec") or {}
@@ -228,8 +237,24 @@ def validate_podcliqueset(
     _check_startup(errors, template, cliques)
     extra.check_resource_sharing(errors, template)
     if create:
-        extra.check_topology(errors, pcs, topologies or {})
+        extra.check_topology(errors, pcs, topologies or {}, enabled=topology_aware)
     return list(errors)
+
+
+def podcliqueset_warnings(
+    pcs: Mapping[str, Any], topologies: Mapping[str, ClusterTopologyBinding] | None = None
+) -> list[str]:
+    """What the webhook warns about without refusing: a restartPolicy other than Always (pods always restart; the
+    defaulting webhook sets Always where it is unset) and a preferred domain coarser than the required one."""
+    warnings = []
+    for index, clique in enumerate(_cliques(pcs)):
+        policy = ((clique.get("spec") or {}).get("podSpec") or {}).get("restartPolicy")
+        if policy and policy != "Always":
+            warnings.append(
+                f"{_TEMPLATE}.cliques[{index}].spec.podSpec.restartPolicy: {policy!r} will be ignored, "
+                "pods of a PodClique always restart (Always)"
+            )
+    return warnings + extra.topology_warnings(pcs, topologies or {})
 
 
 def _clique_field(clique: Mapping[str, Any], *keys: str) -> Any:
@@ -237,6 +262,17 @@ def _clique_field(clique: Mapping[str, Any], *keys: str) -> Any:
     for key in keys:
         value = (value or {}).get(key)
     return value
+
+
+def _topology_changed(new: Any, old: Any) -> bool:
+    """A changed constraint, except the one allowed migration: deprecated `packDomain` to `pack.required`."""
+    if new == old:
+        return False
+    if isinstance(new, Mapping) and isinstance(old, Mapping) and old.get("packDomain"):
+        migrated = {k: v for k, v in old.items() if k != "packDomain"}
+        migrated["pack"] = {**(old.get("pack") or {}), "required": old["packDomain"]}
+        return dict(new) != migrated
+    return True
 
 
 def validate_podcliqueset_update(new: Mapping[str, Any], old: Mapping[str, Any], **kwargs: Any) -> list[FieldError]:
@@ -258,7 +294,6 @@ def validate_podcliqueset_update(new: Mapping[str, Any], old: Mapping[str, Any],
         ("spec", "startsAfter"),
         ("spec", "podSpec", "schedulerName"),
         ("resourceSharing",),
-        ("topologyConstraint",),
     )
     for index, clique in enumerate(new_c):
         previous = old_by_name.get(clique.get("name"))
@@ -267,6 +302,8 @@ def validate_podcliqueset_update(new: Mapping[str, Any], old: Mapping[str, Any],
         for keys in immutable:
             if _clique_field(clique, *keys) != _clique_field(previous, *keys):
                 errors.add(f"{_TEMPLATE}.cliques[{index}].{'.'.join(keys)}", "Forbidden", "field is immutable")
+        if _topology_changed(clique.get("topologyConstraint"), previous.get("topologyConstraint")):
+            errors.add(f"{_TEMPLATE}.cliques[{index}].topologyConstraint", "Forbidden", "field is immutable")
     new_g, old_g = _groups(new), _groups(old)
     if sorted(str(g.get("name")) for g in new_g) != sorted(str(g.get("name")) for g in old_g):
         errors.add(f"{_TEMPLATE}.podCliqueScalingGroups", "Forbidden", "scaling groups cannot be added or removed")
@@ -275,10 +312,40 @@ def validate_podcliqueset_update(new: Mapping[str, Any], old: Mapping[str, Any],
         previous = old_groups.get(group.get("name"))
         if previous is None:
             continue
-        for key in ("cliqueNames", "minAvailable", "resourceSharing", "topologyConstraint"):
+        for key in ("cliqueNames", "minAvailable", "resourceSharing"):
             if group.get(key) != previous.get(key):
                 errors.add(f"{_TEMPLATE}.podCliqueScalingGroups[{index}].{key}", "Forbidden", "field is immutable")
-    for key in ("topologyConstraint", "resourceClaimTemplates", "resourceSharing"):
+        if _topology_changed(group.get("topologyConstraint"), previous.get("topologyConstraint")):
+            path = f"{_TEMPLATE}.podCliqueScalingGroups[{index}].topologyConstraint"
+            errors.add(path, "Forbidden", "field is immutable")
+    for key in ("resourceClaimTemplates", "resourceSharing"):
         if new_t.get(key) != old_t.get(key):
             errors.add(f"{_TEMPLATE}.{key}", "Forbidden", "field is immutable")
+    if _topology_changed(new_t.get("topologyConstraint"), old_t.get("topologyConstraint")):
+        errors.add(f"{_TEMPLATE}.topologyConstraint", "Forbidden", "field is immutable")
+    return list(errors)
+
+
+def validate_clustertopology(ct: Mapping[str, Any]) -> list[FieldError]:
+    """ClusterTopologyBinding rules the schema cannot express: unique domains, unique keys, one binding per
+    scheduler."""
+    errors = FieldErrors()
+    spec = ct.get("spec") or {}
+    domains: set[str] = set()
+    keys: set[str] = set()
+    for index, level in enumerate(spec.get("levels") or ()):
+        domain, key = str((level or {}).get("domain") or ""), str((level or {}).get("key") or "")
+        if domain in domains:
+            errors.add(f"spec.levels[{index}].domain", "Duplicate", f"domain {domain!r} is listed more than once")
+        if key in keys:
+            errors.add(f"spec.levels[{index}].key", "Duplicate", f"key {key!r} is listed more than once")
+        domains.add(domain)
+        keys.add(key)
+    schedulers: set[str] = set()
+    for index, binding in enumerate(spec.get("schedulerTopologyBindings") or ()):
+        name = str((binding or {}).get("schedulerName") or "")
+        if name in schedulers:
+            path = f"spec.schedulerTopologyBindings[{index}].schedulerName"
+            errors.add(path, "Duplicate", f"scheduler {name!r} is bound more than once")
+        schedulers.add(name)
     return list(errors)

@@ -18,6 +18,11 @@ builder calls (For / Owns / Watches with map functions and predicates), followin
 * podcliquescalinggroup (5): For PCSG (create/delete, generation change); Owns PodClique (spec at once, status batched);
   Watches PCS (generation change) → its PCSGs.
 * podgang (5): For PodGang (create/delete, generation change).
+* podgangset (5, the first API `grove.dynamo.ai/v1`): For PodGangSet (create/delete, generation change); Owns Pods
+  (status, gates, node or deletion change, batched) and its PodGang (spec or status change, batched: the
+  scheduler's Scheduled condition is repeated on the PodGangSet).
+* podgangset-podclique (2): For `grove.dynamo.ai/v1` PodClique (create/delete, generation change); Watches
+  PodGangSet pods → the PodCliques of their namespace (created, deleted or relabelled; batched), for the counts.
 
 Pods, Services, Secrets, ServiceAccounts, Roles, RoleBindings and HPAs are cached only if labelled
 `managed-by=grove-operator`, which keeps the operator's memory proportional to what it manages; pods are cached
@@ -32,18 +37,22 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from grove_api import dynamo_v1 as v1
 from grove_api import labels as glabels
 from grove_operator.config import OperatorConfig
 from grove_operator.kinds import (
     CLUSTERTOPOLOGYBINDINGS,
+    DYNAMO_PODCLIQUES,
     INDEX_BASE_PODGANG,
     INDEX_PART_OF,
     INDEX_PCSG,
     INDEX_PODCLIQUE,
+    INDEX_PODGANGSET,
     PODCLIQUES,
     PODCLIQUESCALINGGROUPS,
     PODCLIQUESETS,
     PODGANGS,
+    PODGANGSETS,
     namespaced_label_index,
 )
 from grove_operator.metrics import operator_metrics
@@ -53,8 +62,11 @@ from grove_operator.podclique.pods import PodExpectationsObserver
 from grove_operator.podclique.reconciler import PodCliqueReconciler
 from grove_operator.podcliqueset.reconciler import PodCliqueSetReconciler
 from grove_operator.podgang.reconciler import PodGangReconciler
+from grove_operator.podgangset.podclique import DynamoPodCliqueReconciler
+from grove_operator.podgangset.reconciler import PodGangSetReconciler
 from grove_operator.reconcile.context import Deps
 from grove_operator.scalinggroup.reconciler import ScalingGroupReconciler
+from grove_operator.webhooks.setup import build_webhooks
 from grove_runtime.cache import Cache
 from grove_runtime.client import Client
 from grove_runtime.clock import Clock, LoopClock
@@ -68,6 +80,7 @@ from grove_runtime.manager import Manager
 from grove_runtime.metrics import ControllerMetrics
 from grove_runtime.predicates import Predicate, predicate
 from grove_runtime.resources import HPAS, PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES
+from grove_runtime.webhook.serving import ServeWebhooks
 
 __all__ = ["OperatorApp", "build"]
 
@@ -129,6 +142,9 @@ POD_CHANGED: Predicate = predicate(
 )
 """Pod changes that affect PodClique status or gates (readiness, scheduling, gates, deletion)."""
 
+POD_LABELS_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _LABELS, _DELETION))
+"""A pod's labels or deletion changed (what a label selector's count depends on)."""
+
 TOKEN_FILLED: Predicate = predicate(update=lambda o, n: _changed(o, n, ("data", "token")), create=lambda _o: False)
 """The token controller populated the SA-token Secret."""
 
@@ -158,12 +174,35 @@ def _references_topology(pcs: Obj, topology: str) -> bool:
     return any(isinstance(c, dict) and c.get("topologyName") == topology for c in constraints)
 
 
+def _first_api_controllers(
+    deps: Deps, controller: Any, pgs_inf: Any, dpc_inf: Any, pod_inf: Any, gang_inf: Any
+) -> tuple[Controller, Controller]:
+    """The controllers of `grove.dynamo.ai/v1`: PodGangSets, and the status of its PodCliques."""
+    batch = deps.config.child_batch_period
+    pgs: Controller = controller("podgangset", PodGangSetReconciler(deps), deps.config.pgs_workers)
+    pgs.watch(pgs_inf, enqueue_self(), GENERATION_OR_DELETION)
+    pgs.watch(pod_inf, enqueue_owner(v1.GROUP, "PodGangSet"), POD_CHANGED, batch_period=batch)
+    pgs.watch(gang_inf, enqueue_owner(v1.GROUP, "PodGangSet"), SPEC_OR_STATUS, batch_period=batch)
+
+    def pods_to_podcliques(pod: Obj) -> Iterable[ObjectKey]:
+        meta = _meta(pod)
+        if v1.LABEL_PODGANGSET not in (meta.get("labels") or {}):
+            return ()
+        return [ObjectKey.of(o) for o in deps.cache.list(DYNAMO_PODCLIQUES, str(meta.get("namespace") or ""))]
+
+    cliques: Controller = controller("podgangset-podclique", DynamoPodCliqueReconciler(deps), 2)
+    cliques.watch(dpc_inf, enqueue_self(), GENERATION_OR_DELETION)
+    cliques.watch(pod_inf, enqueue_mapped(pods_to_podcliques), POD_LABELS_CHANGED, batch_period=batch)
+    return pgs, cliques
+
+
 @dataclass(frozen=True, slots=True)
 class OperatorApp:
     """The assembled operator: run `manager.run()`; the other fields are for tests, the CLI and benchmarks.
 
     `deps` holds what every reconciler shares, the caches included (`deps.parsed`): they belong to this operator,
-    not to the process, so two operators in one process (tests) never see each other's state.
+    not to the process, so two operators in one process (tests) never see each other's state. `webhooks` serves
+    the admission webhooks (on every replica, once the caches are synced), None when they are off.
     """
 
     manager: Manager
@@ -172,6 +211,7 @@ class OperatorApp:
     metrics: ControllerMetrics
     expectations: Expectations[ObjectKey]
     deps: Deps
+    webhooks: ServeWebhooks | None = None
 
 
 def build(
@@ -203,6 +243,11 @@ def build(
     cache.add_index(PODS, INDEX_PODCLIQUE, namespaced_label_index(glabels.LABEL_PODCLIQUE))
     cache.add_index(PODCLIQUES, INDEX_PCSG, namespaced_label_index(glabels.LABEL_PCSG))
     cache.add_index(PODCLIQUES, INDEX_BASE_PODGANG, namespaced_label_index(glabels.LABEL_BASE_PODGANG))
+    if config.first_api:
+        pgs_inf = cache.informer(PODGANGSETS, namespace=ns)
+        dpc_inf = cache.informer(DYNAMO_PODCLIQUES, namespace=ns)
+        for rt in (PODS, PODGANGS):
+            cache.add_index(rt, INDEX_PODGANGSET, namespaced_label_index(v1.LABEL_PODGANGSET))
 
     recorder = EventRecorder(client, "grove-operator", clock=clock)
     expectations: Expectations[ObjectKey] = Expectations(timeout=config.expectations_timeout, clock=clock)
@@ -271,6 +316,10 @@ def build(
     gang = controller("podgang", PodGangReconciler(deps), config.podgang_workers)
     gang.watch(gang_inf, enqueue_self(), GENERATION_OR_DELETION)
 
+    first_api: tuple[Controller, ...] = ()
+    if config.first_api:
+        first_api = _first_api_controllers(deps, controller, pgs_inf, dpc_inf, pod_inf, gang_inf)
+
     elector = config.lease.elector(client, clock) if config.leader_elect else None
     manager = Manager(
         client,
@@ -281,7 +330,13 @@ def build(
         health_port=health_port,
         metrics=Address(config.metrics_host, config.metrics_port) if config.metrics_port is not None else None,
     )
-    controllers = {c.name: c for c in (pcs, pclq, pcsg, gang)}
+    controllers = {c.name: c for c in (pcs, pclq, pcsg, gang, *first_api)}
     for c in controllers.values():
         manager.add(c)
-    return OperatorApp(manager, cache, controllers, metrics, expectations, deps)
+    webhooks = None
+    if config.webhooks is not None:
+        webhooks = build_webhooks(config, config.webhooks, client, cache, clock, deps.parsed, registry)
+        manager.add(webhooks, leader_only=False)
+        if manager.health is not None:
+            manager.health.add_ready_check("webhooks", webhooks.ready.is_set)
+    return OperatorApp(manager, cache, controllers, metrics, expectations, deps, webhooks)

@@ -8,6 +8,10 @@ request, binding included, goes out as raw JSON through :class:`grove_runtime._t
 kubeconfig's host, TLS and bearer token; no per-request environment lookups); bodies come back as plain dicts;
 failures are mapped to :mod:`grove_runtime.errors`; 429 (honouring Retry-After), 5xx and lost connections are
 retried with tenacity. Watches stream raw JSON lines.
+
+:meth:`KubeClient.from_kubeconfig_light` builds the same client over
+:class:`~grove_runtime._transport.LightTransport`, which never imports kubernetes-asyncio (token and certificate
+credentials only), for programs that start often and live briefly.
 """
 
 from __future__ import annotations
@@ -15,18 +19,20 @@ from __future__ import annotations
 import contextlib
 import enum
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 import structlog
-from kubernetes_asyncio import client as k8s
 
 from grove_runtime import errors
-from grove_runtime._transport import Transport
+from grove_runtime._transport import LightTransport, Transport
 from grove_runtime._wire import RetryPolicy, read_json, retrying, watch_events
 from grove_runtime.clock import Clock, LoopClock
-from grove_runtime.kubeconfig import load_configuration
+from grove_runtime.kubeconfig import load_configuration, load_connection
 from grove_runtime.resources import PODS, ResourceType
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio import client as k8s
 
 Obj = dict[str, Any]
 
@@ -120,8 +126,9 @@ class KubeClient:
 
     def __init__(
         self,
-        api_client: k8s.ApiClient,
+        api_client: k8s.ApiClient | None,
         *,
+        transport: LightTransport | None = None,
         retry: RetryPolicy | None = None,
         clock: Clock | None = None,
         request_timeout: float = 30.0,
@@ -130,20 +137,36 @@ class KubeClient:
         self._retry = retry or RetryPolicy()
         self._clock = clock or LoopClock()
         self._timeout = request_timeout
-        self._transport = Transport(api_client)
+        if transport is None:
+            if api_client is None:
+                raise ValueError("KubeClient needs an ApiClient or a transport")
+            self._transport: Transport | LightTransport = Transport(api_client)
+        else:
+            self._transport = transport
 
     @classmethod
     async def from_kubeconfig(cls, path: str | None = None, *, context: str | None = None, **kwargs: Any) -> KubeClient:
         """Build from ``path``, else from the first of ``$KUBECONFIG``, the in-cluster service account and
         ``~/.kube/config`` (kubectl's order); raises :class:`~grove_runtime.kubeconfig.KubeconfigError`."""
+        from kubernetes_asyncio import client as k8s
+
         cfg, source = await load_configuration(path, context=context)
         log.info("kubernetes configuration", source=source.kind, path=str(source.path), server=cfg.host)
         return cls(k8s.ApiClient(configuration=cfg), **kwargs)
 
+    @classmethod
+    def from_kubeconfig_light(
+        cls, path: str | None = None, *, context: str | None = None, user_agent: str | None = None, **kwargs: Any
+    ) -> KubeClient:
+        """Like :meth:`from_kubeconfig`, over :class:`LightTransport`: kubernetes-asyncio is never imported."""
+        connection = load_connection(path, context=context)
+        return cls(None, transport=LightTransport(connection, user_agent=user_agent), **kwargs)
+
     async def close(self) -> None:
         """Close the HTTP session and the connection pool."""
         await self._transport.close()
-        await self.api_client.close()
+        if self.api_client is not None:
+            await self.api_client.close()
 
     async def __aenter__(self) -> KubeClient:
         return self

@@ -22,16 +22,18 @@ import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from grove_runtime import errors
-from grove_runtime.client import Client
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.keys import ObjectKey
 from grove_runtime.resources import ResourceType
 from grove_runtime.store import IndexFunc, Store
+
+if TYPE_CHECKING:
+    from grove_runtime.client import Client
 
 Obj = dict[str, Any]
 log = structlog.get_logger("grove_runtime.informer")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from grove_runtime.cache import Cache
-from grove_runtime.client import Client
+from grove_runtime.client import Client, KubeClient
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.controller import Controller
 from grove_runtime.events import EventRecorder
@@ -30,8 +30,10 @@ from grove_sched.events import GangEvents
 from grove_sched.gangs import GangKey
 from grove_sched.handlers import NodeEvents, PodEvents, PodGangEvents, PriorityClassEvents, TopologyEvents
 from grove_sched.metrics import SchedulerMetrics
+from grove_sched.pod_status import PodStatusWriter
 from grove_sched.podgang_status import PODGANGS, PodGangStatusReconciler, StatusBook
 from grove_sched.postfilter import PostFilter
+from grove_sched.preemption import DeleteVictims, EvictVictims, PreemptionOptions, Preemptor, VictimRemover
 from grove_sched.queue import SchedulingQueue
 from grove_sched.recovery import RecoveryReport, recover
 from grove_sched.scheduler import Scheduler
@@ -68,10 +70,16 @@ class SchedulerApp:
 
 
 def build(
-    config: SchedulerConfig, client: Client, *, clock: Clock | None = None, post_filter: PostFilter | None = None
+    config: SchedulerConfig,
+    client: Client,
+    *,
+    clock: Clock | None = None,
+    post_filter: PostFilter | None = None,
+    victim_remover: VictimRemover | None = None,
 ) -> SchedulerApp:
     """Assemble a scheduler process against `client` (`post_filter`: what runs after an Unschedulable placement;
-    by default nothing)."""
+    by default preemption, unless `config.preemption` is off; `victim_remover`: how it removes victims, by default
+    as `config.preemption_eviction` says)."""
     clock = clock or LoopClock()
     registry = CollectorRegistry()
     informers = Cache(client, clock=clock)
@@ -87,10 +95,17 @@ def build(
     elector = config.lease.elector(client, clock) if config.leader_elect else None
     leading = elector.leading if elector is not None else unfenced
     source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_name)
+    events = GangEvents(recorder)
+    pod_status = PodStatusWriter(client, clock)
+    preemptor: Preemptor | None = None
+    if post_filter is None and config.preemption:
+        remover = victim_remover or _remover(config, client)
+        options = PreemptionOptions(placement=config.placement)
+        post_filter = preemptor = Preemptor(source, remover, events, pod_status, metrics, options=options, clock=clock)
     scheduler = Scheduler(
         source,
         Binder(client, config.bind_concurrency, leading),
-        GangEvents(recorder),
+        events,
         queue=SchedulingQueue(
             clock=clock,
             initial_backoff=config.initial_backoff,
@@ -103,6 +118,7 @@ def build(
         clock=clock,
         inline_solve_limit=config.inline_solve_limit,
         post_filter=post_filter,
+        pod_status=pod_status,
     )
     reconciler = PodGangStatusReconciler(
         client,
@@ -122,6 +138,8 @@ def build(
         metrics=ControllerMetrics("grove_scheduler", registry),
     )
     scheduler.set_status_trigger(status.enqueue)
+    if preemptor is not None:
+        preemptor.on_preempted = scheduler.record_preempted
     pods.add_handler(PodEvents(scheduler, status.enqueue))
     nodes.add_handler(NodeEvents(scheduler))
     podgangs.add_handler(PodGangEvents(scheduler, status.enqueue))
@@ -141,3 +159,10 @@ def build(
     manager.add(runnable)
     manager.add(status)
     return SchedulerApp(manager, scheduler, runnable, status, metrics)
+
+
+def _remover(config: SchedulerConfig, client: Client) -> VictimRemover:
+    """Graceful DELETE, or the Eviction API when configured (it needs the raw request of `KubeClient`)."""
+    if config.preemption_eviction == "evict" and isinstance(client, KubeClient):
+        return EvictVictims(client)
+    return DeleteVictims(client)

@@ -61,6 +61,18 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         help="seconds a PodGang status that is still moving (no verdict yet, or scheduled but not Running) waits "
         "before it is written, so one write carries the gang's outcome (0: write every state as it arrives)",
     )
+    parser.add_argument(
+        "--preemption",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.preemption,
+        help="preempt lower-priority whole gangs for a gang that does not fit",
+    )
+    parser.add_argument(
+        "--preemption-eviction",
+        choices=("delete", "evict"),
+        default=defaults.preemption_eviction,
+        help="remove victims by graceful DELETE or through the Eviction API (honours PodDisruptionBudgets)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     if args.status_settle < 0:
@@ -84,6 +96,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         bind_concurrency=args.bind_concurrency,
         inline_solve_limit=args.inline_solve_limit,
         status_settle=args.status_settle,
+        preemption=args.preemption,
+        preemption_eviction=args.preemption_eviction,
         log_level=args.log_level,
         placement=dataclasses.replace(defaults.placement, default_levels=levels),
     )

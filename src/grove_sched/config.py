@@ -7,6 +7,7 @@ keeping them together makes the wiring in `grove_sched.app` the only place that 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from grove_runtime.leaderelection import LeaseSettings
 from grove_sched.model import PlacementOptions
@@ -41,3 +42,7 @@ class SchedulerConfig:
     inline_solve_limit: float = 0.02
     log_level: str = "INFO"
     placement: PlacementOptions = field(default_factory=PlacementOptions)
+    preemption: bool = True
+    """Preempt lower-priority whole gangs for an unschedulable gang (kube-scheduler's DefaultPreemption is on)."""
+    preemption_eviction: Literal["delete", "evict"] = "delete"
+    """How victims are removed: graceful DELETE (as kube-scheduler), or the Eviction API (PodDisruptionBudgets)."""

@@ -1,11 +1,12 @@
 """The Events the scheduler records, in one place so their reasons and wording stay consistent.
 
 Why: `kubectl describe` is where people look first. `FailedScheduling` (Warning) goes on every pod of the gang
-and on the PodGang with the placement's reasons; `Scheduled` (Normal) goes once per gang on its PodGang, naming
-every pod's node (`kubectl describe podgang` shows where the gang went; a pod shows its node in `spec.nodeName`),
-and on the pod itself for a pod that is a gang of its own, with kube-scheduler's message; `InvalidNodeResources`
-(Warning) on a Node the scheduler sets aside because it cannot account its allocatable. Recording is best effort
-(the runtime `EventRecorder` logs API failures).
+and on the PodGang with the placement's reasons; `Preempted` (Warning) on a victim gang's PodGang and pods names
+the preemptor and why, `Preempting` (Normal) on the preemptor's PodGang and pods lists its victims; `Scheduled`
+(Normal) goes once per gang on its PodGang, naming every pod's node (`kubectl describe podgang` shows where the
+gang went; a pod shows its node in `spec.nodeName`), and on the pod itself for a pod that is a gang of its own,
+with kube-scheduler's message; `InvalidNodeResources` (Warning) on a Node the scheduler sets aside because it
+cannot account its allocatable. Recording is best effort (the runtime `EventRecorder` logs API failures).
 
 One `Scheduled` Event per gang, not per pod: every Event is an API write that every Event watcher decodes again;
 at one per pod they were the third write per bound pod after the bind and the kubelet's status, and dropping them
@@ -18,9 +19,20 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-__all__ = ["FAILED_SCHEDULING", "INVALID_NODE_RESOURCES", "SCHEDULED", "EventSink", "GangEvents", "assigned_message"]
+__all__ = [
+    "FAILED_SCHEDULING",
+    "INVALID_NODE_RESOURCES",
+    "PREEMPTED",
+    "PREEMPTING",
+    "SCHEDULED",
+    "EventSink",
+    "GangEvents",
+    "assigned_message",
+]
 
 FAILED_SCHEDULING = "FailedScheduling"
+PREEMPTED = "Preempted"
+PREEMPTING = "Preempting"
 SCHEDULED = "Scheduled"
 INVALID_NODE_RESOURCES = "InvalidNodeResources"
 _POD = {"apiVersion": "v1", "kind": "Pod"}
@@ -56,9 +68,28 @@ class GangEvents:
     ) -> None:
         """FailedScheduling on the PodGang and each pod, with every reason."""
         message = "; ".join(reasons) or "the gang could not be placed"
-        calls = [self._sink.warning(_typed(p, _POD), FAILED_SCHEDULING, message) for p in pods]
+        await self._all(podgang, pods, FAILED_SCHEDULING, message, warning=True)
+
+    async def preempted(
+        self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], message: str
+    ) -> None:
+        """Preempted on a victim gang's PodGang and pods."""
+        await self._all(podgang, pods, PREEMPTED, message, warning=True)
+
+    async def preempting(
+        self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], message: str
+    ) -> None:
+        """Preempting on the preemptor's PodGang and pods."""
+        await self._all(podgang, pods, PREEMPTING, message, warning=False)
+
+    async def _all(
+        self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], reason: str, message: str,
+        *, warning: bool,
+    ) -> None:  # fmt: skip
+        record = self._sink.warning if warning else self._sink.normal
+        calls = [record(_typed(p, _POD), reason, message) for p in pods]
         if podgang is not None:
-            calls.append(self._sink.warning(_typed(podgang, _PODGANG), FAILED_SCHEDULING, message))
+            calls.append(record(_typed(podgang, _PODGANG), reason, message))
         await asyncio.gather(*calls)
 
     async def node_set_aside(self, node: Mapping[str, Any], reason: str) -> None:

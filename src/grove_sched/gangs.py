@@ -66,6 +66,8 @@ class AssemblyContext:
     priority_of: Callable[[str], int | None] = field(default=lambda _name: None)
     topology_levels: Callable[[Obj | None, Collection[str]], tuple[str, ...]] = field(default=lambda _pg, _keys: ())
     """The gang's topology hierarchy from its PodGang and the keys its constraints use (`grove_sched.topology`)."""
+    default_priority: int | None = None
+    """Value of the `globalDefault` PriorityClass, for pods whose priority no class names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +177,8 @@ def topology_keys(podgang: Obj) -> set[str]:
 
 
 def _priority(pods: Sequence[Obj], class_name: str | None, ctx: AssemblyContext) -> int:
-    """PriorityClass value of the gang (its own class, else the pods'), else the pods' resolved `spec.priority`."""
+    """PriorityClass value of the gang (its own class, else the pods'), else the pods' resolved `spec.priority`, else
+    (a priority of 0, what grove-sim's admission leaves) the `globalDefault` class's value."""
     names = [class_name] if class_name else []
     names += [str(p["spec"]["priorityClassName"]) for p in pods if (p.get("spec") or {}).get("priorityClassName")]
     for name in names:
@@ -183,7 +186,7 @@ def _priority(pods: Sequence[Obj], class_name: str | None, ctx: AssemblyContext)
         if value is not None:
             return value
     explicit = [int(p["spec"]["priority"]) for p in pods if (p.get("spec") or {}).get("priority") is not None]
-    return max(explicit, default=0)
+    return max(explicit, default=0) or (ctx.default_priority or 0)
 
 
 def _group(

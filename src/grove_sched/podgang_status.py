@@ -38,6 +38,7 @@ from grove_sched.gangs import is_ours, min_replicas
 __all__ = [
     "PODGANGS",
     "REASON_INVALID",
+    "REASON_PREEMPTED",
     "REASON_SCHEDULED",
     "REASON_UNSCHEDULABLE",
     "PodGangStatusReconciler",
@@ -54,6 +55,7 @@ PODGANGS = ResourceType("scheduler.grove.io", "v1alpha1", "podgangs", "PodGang")
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_INVALID = "InvalidPodGang"
+REASON_PREEMPTED = "Preempted"
 _MAX_MESSAGE = 32768
 
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import logging
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from grove_sim.auth.authorizer import MODES
 from grove_sim.cluster import ClusterShapeError, nodes_from_file, nodes_from_flags
+from grove_sim.http.fault_config import FaultConfig, parse_faults
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
 __all__ = ["build_parser", "main", "tune_gc"]
@@ -40,10 +43,19 @@ def tune_gc() -> None:
 
 
 def _exec_image(text: str) -> tuple[str, str]:
+    """``PREFIX=COMMAND``, or ``PREFIX`` alone (the containers must then set ``command``)."""
     prefix, sep, command = text.partition("=")
-    if not sep or not prefix or not command:
-        raise argparse.ArgumentTypeError(f"expected PREFIX=COMMAND, got {text!r}")
+    if not prefix or (sep and not command.strip()):
+        raise argparse.ArgumentTypeError(f"expected PREFIX or PREFIX=COMMAND, got {text!r}")
     return prefix, command
+
+
+def _faults(text: str) -> FaultConfig:
+    try:
+        raw = Path(text[1:]).read_text(encoding="utf-8") if text.startswith("@") else text
+        return parse_faults(json.loads(raw))
+    except (OSError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"invalid fault configuration: {exc}") from exc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,18 +77,73 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         type=_exec_image,
         default=[],
-        metavar="PREFIX=COMMAND",
-        help="run init containers whose image starts with PREFIX as the local COMMAND (repeatable)",
+        metavar="PREFIX[=COMMAND]",
+        help="run containers whose image starts with PREFIX as local processes: the container's command and args "
+        "looked up on PATH, else COMMAND and the args (repeatable)",
+    )
+    up.add_argument(
+        "--restart-backoff",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="kubelet's crash-loop backoff: a failed container's second restart waits this long, doubling (default 10)",
+    )
+    up.add_argument(
+        "--max-restart-backoff", type=float, default=300.0, metavar="SECONDS", help="cap of that backoff (default 300)"
+    )
+    up.add_argument(
+        "--audit-log-path",
+        default=None,
+        metavar="PATH",
+        help="append one audit event per request (JSON lines, as kube-apiserver's --audit-log-path)",
+    )
+    up.add_argument(
+        "--authorization-mode",
+        choices=MODES,
+        default="AlwaysAllow",
+        help="AlwaysAllow (default) or RBAC: Roles, ClusterRoles and their bindings decide, as kube-apiserver's",
+    )
+    up.add_argument(
+        "--faults",
+        type=_faults,
+        default=None,
+        metavar="JSON|@FILE",
+        help="inject faults from the start (errors, latency, dropped/expired watches, pause; seeded); see "
+        "docs/sim-authorization-and-faults.md; change at run time with PUT /sim/faults",
+    )
+    up.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a CA of the cluster's own; the kubeconfig carries it as certificate-authority-data",
+    )
+    up.add_argument(
+        "--default-scheduler",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="bind pods naming default-scheduler (or no scheduler) as kube-scheduler would (default on)",
+    )
+    up.add_argument(
+        "--hpa-controller",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="scale the targets of HorizontalPodAutoscalers from the pods' simulated usage (default on)",
+    )
+    up.add_argument(
+        "--hpa-sync-period",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds between two syncs of each HorizontalPodAutoscaler (default 15)",
     )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
 
 async def _serve(args: argparse.Namespace, options: SimOptions) -> None:
-    server = SimServer(options, kubeconfig=str(args.kubeconfig))
+    server = SimServer(options)
     url = await server.start(args.host, args.port)
     tune_gc()
-    write_kubeconfig(args.kubeconfig, url)
+    write_kubeconfig(args.kubeconfig, url, ca_data=server.ca_pem)
     logging.getLogger("grove_sim").info("grove-sim serving %s (kubeconfig %s)", url, args.kubeconfig)
     print(f"grove-sim ready: {url} kubeconfig={args.kubeconfig}", flush=True)
     stop = asyncio.Event()
@@ -103,7 +170,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"grove-sim: {exc}", file=sys.stderr)
         return 2
     options = SimOptions(
-        nodes=nodes, ready_delay=args.ready_delay, delete_delay=args.delete_delay, exec_images=dict(args.exec_image)
+        nodes=nodes,
+        ready_delay=args.ready_delay,
+        delete_delay=args.delete_delay,
+        exec_images=dict(args.exec_image),
+        restart_backoff=args.restart_backoff,
+        max_restart_backoff=args.max_restart_backoff,
+        audit_log=args.audit_log_path,
+        authorization_mode=args.authorization_mode,
+        faults=args.faults,
+        tls=args.tls,
+        default_scheduler=args.default_scheduler,
+        hpa_controller=args.hpa_controller,
+        hpa_sync_period=args.hpa_sync_period,
     )
     asyncio.run(_serve(args, options))
     return 0

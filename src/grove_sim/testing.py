@@ -9,19 +9,32 @@ thread-safe and idempotent.
 from __future__ import annotations
 
 import asyncio
+import base64
+import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from grove_sim.machinery import errors
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
-__all__ = ["SimCluster"]
+__all__ = ["SimCluster", "console_script"]
 
 T = TypeVar("T")
+
+
+def console_script(name: str) -> str:
+    """The console script ``name`` installed beside this interpreter (``.venv/bin/<name>``), for instance the
+    command of ``--exec-image grove-initc=<command>``; raises FileNotFoundError when it is not installed."""
+    path = Path(sys.executable).parent / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is not installed (make venv installs the console scripts)")
+    return str(path)
 
 
 class SimCluster:
@@ -63,7 +76,7 @@ class SimCluster:
         def run() -> None:
             asyncio.set_event_loop(loop)
             try:
-                self.server = SimServer(self.options, kubeconfig=self.kubeconfig)
+                self.server = SimServer(self.options)
                 url = loop.run_until_complete(self.server.start())
             except BaseException as exc:
                 ready.set_exception(exc)
@@ -77,7 +90,8 @@ class SimCluster:
         self._thread = threading.Thread(target=run, name="grove-sim", daemon=True)
         self._thread.start()
         self.url = ready.result(timeout=30)
-        write_kubeconfig(self.kubeconfig, self.url)
+        assert self.server is not None
+        write_kubeconfig(self.kubeconfig, self.url, ca_data=self.server.ca_pem)
         return self
 
     def call(self, fn: Callable[[SimServer], T], timeout: float = 30) -> T:
@@ -90,6 +104,47 @@ class SimCluster:
             return fn(server)
 
         return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout)
+
+    def service_account_kubeconfig(self, namespace: str, name: str, path: str | Path | None = None) -> str:
+        """A kubeconfig carrying the token of ServiceAccount ``namespace``/``name`` (namespace, account and token
+        Secret ``NAME-token`` are created if missing), so a program talks to the cluster as that account."""
+
+        def ensure(server: SimServer) -> str | None:
+            core = server.core
+            for plural, ns, body in (
+                ("namespaces", "", {"metadata": {"name": namespace}}),
+                ("serviceaccounts", namespace, {"metadata": {"name": name}}),
+                (
+                    "secrets",
+                    namespace,
+                    {
+                        "metadata": {
+                            "name": f"{name}-token",
+                            "annotations": {"kubernetes.io/service-account.name": name},
+                        },
+                        "type": "kubernetes.io/service-account-token",
+                    },
+                ),
+            ):
+                info = core.registry.get("", "v1", plural)
+                assert info is not None
+                try:
+                    core.create(info, ns, body)
+                except errors.ApiError as exc:
+                    if exc.code != 409:
+                        raise
+            secret = core.store.get(("", "secrets"), namespace, f"{name}-token")
+            token = ((secret or {}).get("data") or {}).get("token")
+            return base64.b64decode(token).decode() if token else None
+
+        deadline = time.monotonic() + 30
+        while (token := self.call(ensure)) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no token for service account {namespace}/{name}")
+            time.sleep(0.01)
+        target = Path(path) if path is not None else Path(self.kubeconfig).with_name(f"{namespace}-{name}.kubeconfig")
+        write_kubeconfig(target, self.url, token=token, ca_data=self.server.ca_pem if self.server else None)
+        return str(target)
 
     def stop(self) -> None:
         """Stop the server and join its thread (safe to call twice, from any thread)."""

@@ -92,8 +92,17 @@ class Program:
         return self.proc.returncode
 
 
+def _webhooks_off_unless_asked(program: str, args: tuple[str, ...]) -> tuple[str, ...]:
+    """The operator's admission webhooks (on by default, port 9443) only where a test asks for them, so tests of
+    other flags neither bind a fixed port nor wait for webhooks to be ready."""
+    if program != "grove-operator" or any(a.startswith(("--webhook", "--no-webhook")) for a in args):
+        return args
+    return (*args, "--no-webhooks")
+
+
 async def start(program: str, *args: str, env: dict[str, str]) -> Program:
-    """Start ``program`` (no leader election unless asked) with stdout discarded and stderr piped."""
+    """Start ``program`` with stdout discarded and stderr piped (the operator without webhooks unless asked)."""
+    args = _webhooks_off_unless_asked(program, args)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", PROGRAMS[program], *args,
         env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,

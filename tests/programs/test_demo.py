@@ -94,6 +94,7 @@ def test_plain_demo_prints_no_path_it_deletes(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert list(tmp_path.iterdir()) == []
     assert "Demo finished; every process it started has stopped." in result.stdout
+    assert "no pod became Ready before its parents" in result.stdout
     printed = set(re.findall(r"(?<![\w.])(/[\w.\-]+(?:/[\w.\-{},]+)+)", result.stdout + result.stderr))
     assert printed, "the demo printed no path at all (expected at least the CRD folder it applies)"
     assert [path for path in sorted(printed) if not Path(path).exists()] == []

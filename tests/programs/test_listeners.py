@@ -7,8 +7,6 @@ bound is one line on stderr and exit code 2.
 from __future__ import annotations
 
 import shutil
-import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -32,15 +30,6 @@ def env(cluster: SimCluster, tmp_path: Path) -> dict[str, str]:
 async def _get(url: str) -> tuple[int, str]:
     async with aiohttp.ClientSession() as session, session.get(url) as response:
         return response.status, await response.text()
-
-
-@pytest.fixture
-def taken() -> Iterator[int]:
-    """A loopback port held by a listening socket for the duration of the test."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize("program", sorted(PROGRAMS))

@@ -30,12 +30,12 @@ __all__ = [
     "startup_parents",
 ]
 
-SA_TOKEN_VOLUME = "sa-token-secret-vol"
-SA_TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
-POD_INFO_VOLUME = "pod-info-vol"
-POD_INFO_MOUNT_PATH = "/var/grove/pod-info"
-POD_INFO_NAMESPACE_FILE = "namespace"
-POD_INFO_PODGANG_FILE = "podgangname"
+SA_TOKEN_VOLUME = glabels.INIT_SA_TOKEN_VOLUME
+SA_TOKEN_MOUNT_PATH = glabels.INIT_SA_TOKEN_MOUNT_PATH
+POD_INFO_VOLUME = glabels.INIT_POD_INFO_VOLUME
+POD_INFO_MOUNT_PATH = glabels.INIT_POD_INFO_MOUNT_PATH
+POD_INFO_NAMESPACE_FILE = glabels.INIT_POD_INFO_NAMESPACE_FILE
+POD_INFO_PODGANG_FILE = glabels.INIT_POD_INFO_PODGANG_FILE
 _SA_TOKEN_MODE = 0o644
 
 

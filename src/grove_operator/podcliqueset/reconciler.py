@@ -9,12 +9,11 @@ on every reconcile. Children are removed by garbage collection: deletion only dr
 
 from __future__ import annotations
 
-import pydantic
-
-from grove_api import ClusterTopologyBinding, PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueSetStatus
+from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueSetStatus
 from grove_api import labels as glabels
 from grove_operator import hashing
 from grove_operator.kinds import CLUSTERTOPOLOGYBINDINGS, PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS
+from grove_operator.parsed import parsed_topologies
 from grove_operator.podcliqueset.components import OrderedComponents
 from grove_operator.podcliqueset.components._common import TOPOLOGIES, PcsContext, children
 from grove_operator.reconcile.context import Obj
@@ -39,13 +38,7 @@ class PodCliqueSetReconciler(
 
     def prepare(self, ctx: PcsContext) -> None:
         """Read the topology bindings; refuse a spec that is invalid or asks for too many pods."""
-        topologies: dict[str, ClusterTopologyBinding] = {}
-        for obj in self.deps.cache.list(CLUSTERTOPOLOGYBINDINGS):
-            try:
-                topologies[str(obj["metadata"]["name"])] = self.deps.parsed.parse(ClusterTopologyBinding, obj)
-            except pydantic.ValidationError:
-                continue
-        ctx.extra[TOPOLOGIES] = topologies
+        ctx.extra[TOPOLOGIES] = parsed_topologies(self.deps.cache.list(CLUSTERTOPOLOGYBINDINGS), self.deps.parsed)
         self.refuse_invalid_podcliqueset(ctx.raw)
 
     def compute_status(self, ctx: PcsContext, failure: ComponentError | None, *, completed: bool) -> Obj | None:

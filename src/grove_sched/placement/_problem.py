@@ -197,6 +197,14 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
                 )
             groups = tuple(sorted(set(subs[group.name]) | set(members)))
             wanted.append((f"pod affinity of {group.name}", groups, term.topology_key, True))
+        for weighted in group.preferred_pod_affinity:
+            # Among the gang's own pods a preference is a preferred scope (bound pods are _filters' pref_cost).
+            term = weighted.term
+            members = _members(gang, term.selector, term.namespaces, subs)
+            if members:
+                groups = tuple(sorted(set(subs[group.name]) | set(members)))
+                if all((g, k) != (groups, term.topology_key) for _, g, k, hard in wanted if not hard):
+                    wanted.append((f"preferred pod affinity of {group.name}", groups, term.topology_key, False))
     levels = build_hierarchy(
         snapshot, gang.topology_levels or options.default_levels, {key for _, _, key, _ in wanted}, options.hostname_key
     )

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 from grove_sim.machinery.quantity import QuantityError, parse_quantity
 from grove_sim.registry.core import now_rfc3339
 
-__all__ = ["condition", "init_status", "pod_requests", "running_status", "set_conditions"]
+__all__ = ["condition", "init_status", "initialized_status", "pod_requests", "running_status", "set_conditions"]
 
 
 def _container_requests(container: dict[str, Any]) -> dict[str, Fraction]:
@@ -62,53 +63,36 @@ def set_conditions(status: dict[str, Any], values: dict[str, tuple[str, str]]) -
     status["conditions"] = sorted(current.values(), key=lambda c: order.index(c["type"]) if c["type"] in order else 99)
 
 
-def init_status(
+def _init_statuses(
     pod: dict[str, Any],
-    status: dict[str, Any],
-    *,
-    next_init: int,
-    restarts: int,
-    last_error: dict[str, Any] | None,
-    waiting_reason: str = "",
-) -> dict[str, Any]:
-    """Status while init container ``next_init`` runs (or backs off after ``last_error``): ``Init:i/n``."""
-    init = list((pod.get("spec") or {}).get("initContainers") or [])
-    status["phase"] = "Pending"
+    completed: Sequence[dict[str, Any]],
+    restarts: Sequence[int],
+    current: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """``initContainerStatuses``: ``completed`` holds the terminated states of the init containers that exited 0,
+    ``current`` the status fields (state, lastState, containerID, started) of the next one, the rest wait."""
     statuses = []
-    for i, container in enumerate(init):
+    for i, container in enumerate((pod.get("spec") or {}).get("initContainers") or []):
         entry: dict[str, Any] = {
             "name": container.get("name"),
             "image": container.get("image"),
             "imageID": "",
-            "ready": False,
-            "restartCount": restarts if i == next_init else 0,
+            "ready": i < len(completed),
+            "restartCount": restarts[i] if i < len(restarts) else 0,
             "started": False,
         }
-        if i < next_init:
-            entry["state"] = {
-                "terminated": {
-                    "exitCode": 0,
-                    "reason": "Completed",
-                    "startedAt": status["startTime"],
-                    "finishedAt": now_rfc3339(),
-                }
-            }
-        elif i == next_init and waiting_reason and last_error is not None:
-            entry["state"] = {
-                "waiting": {
-                    "reason": waiting_reason,
-                    "message": f"back-off restarting failed container {container.get('name')}",
-                }
-            }
-            entry["lastState"] = {"terminated": last_error}
-        elif i == next_init:
-            entry["state"] = {"running": {"startedAt": now_rfc3339()}}
-            entry["started"] = True
+        if i < len(completed):
+            entry["state"] = {"terminated": completed[i]}
+        elif i == len(completed) and current is not None:
+            entry.update(current)
         else:
             entry["state"] = {"waiting": {"reason": "PodInitializing"}}
         statuses.append(entry)
-    status["initContainerStatuses"] = statuses
-    status["containerStatuses"] = [
+    return statuses
+
+
+def _waiting_containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
         {
             "name": c.get("name"),
             "image": c.get("image"),
@@ -120,6 +104,21 @@ def init_status(
         }
         for c in (pod.get("spec") or {}).get("containers") or []
     ]
+
+
+def init_status(
+    pod: dict[str, Any],
+    status: dict[str, Any],
+    *,
+    completed: Sequence[dict[str, Any]],
+    restarts: Sequence[int],
+    current: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Status while init container ``len(completed)`` runs, failed or backs off (``Init:i/n``, ``Init:Error``,
+    ``Init:CrashLoopBackOff`` in kubectl); ``current`` holds its state fields."""
+    status["phase"] = "Pending"
+    status["initContainerStatuses"] = _init_statuses(pod, completed, restarts, current)
+    status["containerStatuses"] = _waiting_containers(pod)
     set_conditions(
         status,
         {
@@ -133,31 +132,41 @@ def init_status(
     return status
 
 
-def running_status(pod: dict[str, Any], status: dict[str, Any], *, restarts: int, ready: bool) -> dict[str, Any]:
-    """Status of a started pod: every init container Completed, app containers running, Ready per ``ready``."""
+def initialized_status(
+    pod: dict[str, Any], status: dict[str, Any], *, completed: Sequence[dict[str, Any]], restarts: Sequence[int]
+) -> dict[str, Any]:
+    """Status between the last init container's exit and the app containers' start (``PodInitializing``)."""
+    status["phase"] = "Pending"
+    status["initContainerStatuses"] = _init_statuses(pod, completed, restarts)
+    status["containerStatuses"] = _waiting_containers(pod)
+    set_conditions(
+        status,
+        {
+            "PodReadyToStartContainers": ("True", ""),
+            "Initialized": ("True", ""),
+            "Ready": ("False", "ContainersNotReady"),
+            "ContainersReady": ("False", "ContainersNotReady"),
+            "PodScheduled": ("True", ""),
+        },
+    )
+    return status
+
+
+def running_status(
+    pod: dict[str, Any],
+    status: dict[str, Any],
+    *,
+    completed: Sequence[dict[str, Any]],
+    restarts: Sequence[int],
+    ready: bool,
+    runs: Mapping[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Status of a started pod: every init container Completed, app containers running (Ready per ``ready``),
+    except those run as processes, whose entries ``runs`` gives by name; the pod is Ready when all are."""
     status["phase"] = "Running"
     started = status["startTime"]
-    init = (pod.get("spec") or {}).get("initContainers") or []
-    if init:
-        status["initContainerStatuses"] = [
-            {
-                "name": c.get("name"),
-                "image": c.get("image"),
-                "imageID": "",
-                "ready": True,
-                "restartCount": restarts if c is init[-1] else 0,
-                "started": False,
-                "state": {
-                    "terminated": {
-                        "exitCode": 0,
-                        "reason": "Completed",
-                        "startedAt": started,
-                        "finishedAt": started,
-                    }
-                },
-            }
-            for c in init
-        ]
+    if (pod.get("spec") or {}).get("initContainers"):
+        status["initContainerStatuses"] = _init_statuses(pod, completed, restarts)
     status["containerStatuses"] = [
         {
             "name": c.get("name"),
@@ -171,6 +180,9 @@ def running_status(pod: dict[str, Any], status: dict[str, Any], *, restarts: int
         }
         for i, c in enumerate((pod.get("spec") or {}).get("containers") or [])
     ]
+    if runs:
+        status["containerStatuses"] = [runs.get(str(c["name"]), c) for c in status["containerStatuses"]]
+        ready = all(c.get("ready") for c in status["containerStatuses"])
     value = "True" if ready else "False"
     reason = "" if ready else "ContainersNotReady"
     set_conditions(

@@ -13,7 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from grove_sim.http.context import ApiContext, Target, json_response, object_response, table
+from grove_sim.http import access_reviews
+from grove_sim.http.context import ApiContext, Target, admit, json_response, object_response, table
 from grove_sim.http.requestinfo import parse_bool, parse_int, read_body, read_delete_options, wants_table
 from grove_sim.http.watchstream import stream
 from grove_sim.machinery import errors
@@ -28,6 +29,7 @@ __all__ = ["create", "delete_collection", "list_objects", "watch"]
 
 _DEFAULT_WATCH_TIMEOUT = 1800.0
 _BINDINGS = ("", "bindings")
+_SELF_SUBJECT_REVIEWS = ("authentication.k8s.io", "selfsubjectreviews")
 
 
 def _selectors(request: web.Request, info: ResourceInfo) -> tuple[LabelSelector | None, FieldSelector | None]:
@@ -84,7 +86,7 @@ async def list_objects(ctx: ApiContext, request: web.Request, target: Target) ->
         single = store.get(info.key, target.ns, name)
         candidates = [single] if single is not None else []
     else:
-        candidates = store.list(info.key, _list_namespace(target))
+        candidates = ctx.core.list_objects(info, _list_namespace(target))
     items = [o for o in candidates if _selected(o, labels, fields)]
     token = request.query.get("continue")
     if token:
@@ -163,12 +165,23 @@ async def watch(ctx: ApiContext, request: web.Request, target: Target) -> web.St
 
 
 async def create(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
-    """POST on a collection; a ``bindings`` create binds the pod the Binding names."""
+    """POST on a collection; a ``bindings`` create binds the pod the Binding names; a ``selfsubjectreviews`` create
+    answers who the caller is (``kubectl auth whoami``; its body, which says nothing, is not decoded) and stores
+    nothing; an access review asks the authorizer (``grove_sim.http.access_reviews``)."""
+    if target.info.key == _SELF_SUBJECT_REVIEWS:
+        review = {"kind": "SelfSubjectReview", "apiVersion": target.info.group_version, "metadata": {}}
+        return json_response({**review, "status": {"userInfo": target.user.to_dict()}}, 201)
+    if target.info.key in access_reviews.REVIEWS:
+        return await access_reviews.review(ctx, request, target)
     body = await read_body(request)
     if target.info.key == _BINDINGS:
         name = str(((body if isinstance(body, dict) else {}).get("metadata") or {}).get("name", ""))
         return json_response(subresources.bind(ctx.core, target.ns, name, body), 201)
-    created = ctx.core.create(target.info, target.ns, body, dry_run=target.dry_run, strict=target.strict)
+    created = await admit(
+        ctx,
+        target,
+        lambda: ctx.core.create_steps(target.info, target.ns, body, dry_run=target.dry_run, strict=target.strict),
+    )
     return object_response(ctx, created, 201)
 
 
@@ -178,11 +191,15 @@ async def delete_collection(ctx: ApiContext, request: web.Request, target: Targe
     options = await read_delete_options(request)
     labels, fields = _selectors(request, info)
     core = ctx.core
-    deleted = [
-        core.delete(info, target.ns, obj["metadata"]["name"], options, dry_run=target.dry_run)[0]
-        for obj in core.store.list(info.key, _list_namespace(target))
-        if _selected(obj, labels, fields)
-    ]
+    deleted = []
+    for obj in core.store.list(info.key, _list_namespace(target)):
+        if _selected(obj, labels, fields):
+            name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace", "")
+
+            def steps(name: str = name, namespace: str = namespace) -> Any:
+                return core.delete_steps(info, namespace, name, options, dry_run=target.dry_run)
+
+            deleted.append((await admit(ctx, target, steps))[0])
     meta = {"resourceVersion": str(core.store.rv)}
     return json_response(
         {"kind": f"{info.kind}List", "apiVersion": info.group_version, "metadata": meta, "items": deleted}

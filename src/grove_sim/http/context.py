@@ -7,29 +7,96 @@ with compact JSON: a stored object reuses the encoding its write event already m
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
+from grove_sim.auth.authentication import ADMIN, Authenticator, UserInfo, impersonated
+from grove_sim.auth.authorizer import Authorizer, check_impersonation
+from grove_sim.http.escalation_guard import escalation_guarded
 from grove_sim.http.tables import build_table
 from grove_sim.registry.core import Core
 from grove_sim.registry.resources import ResourceInfo
+from grove_sim.registry.steps import Steps, run
+from grove_sim.registry.webhooks import WebhookAdmission
 from grove_sim.storage.store import dumps
 from grove_sim.storage.watch import Watcher
 
-__all__ = ["ApiContext", "Handler", "Target", "json_response", "object_response", "table"]
+if TYPE_CHECKING:
+    from grove_sim.http.audit import AuditLog
+    from grove_sim.http.faults import FaultInjector
+    from grove_sim.http.podlogs import LogSource
+
+__all__ = [
+    "ApiContext",
+    "Handler",
+    "Target",
+    "admit",
+    "json_response",
+    "object_response",
+    "table",
+    "warning_headers",
+]
+
+T = TypeVar("T")
 
 
 @dataclass
 class ApiContext:
-    """What every resource handler needs: the core, watch tuning and the set of open watch streams."""
+    """What every resource handler needs: the core, admission, who is calling, watch tuning and open watches.
+
+    Without an ``authenticator`` every caller is the cluster admin; without ``admission`` no webhook is called.
+    """
 
     core: Core
     bookmark_interval: float = 60.0
     watchers: set[Watcher] = field(default_factory=set)
+    authenticator: Authenticator | None = None
+    admission: WebhookAdmission | None = None
+    audit: AuditLog | None = None
+    authorizer: Authorizer | None = None
+    """The authorization mode in force; None is ``AlwaysAllow`` (no check at all)."""
+    faults: FaultInjector | None = None
+    """Fault injection and its ``/sim/faults`` endpoint and ``/metrics`` (None: neither is served)."""
+    pod_logs: LogSource | None = None
+    """Where ``pods/log`` reads container output (the kubelet); None: every container's log is empty."""
+
+    def authenticate(self, request: web.Request) -> UserInfo:
+        """The user of a request's ``Authorization`` and ``Impersonate-*`` headers (raises ``Unauthorized``, and
+        the 403 kube-apiserver answers when an authorizer refuses the impersonation)."""
+        if self.authenticator is None:
+            return ADMIN
+        headers = request.headers
+        user = self.authenticator.authenticate(headers.get("Authorization"))
+        impersonate = headers.get("Impersonate-User")
+        if not impersonate:
+            return user
+        groups, uid = headers.getall("Impersonate-Group", []), headers.get("Impersonate-Uid")
+        if self.authorizer is not None:
+            check_impersonation(self.authorizer, user, impersonate, groups, uid)
+        return impersonated(impersonate, groups, uid or "")
+
+
+async def admit(ctx: ApiContext, target: Target, make_steps: Callable[[], Steps[T]]) -> T:
+    """Run a write through admission as the request's user; its warnings are kept for the response headers. Under
+    RBAC, a write of a role or binding first passes the escalation check."""
+    if ctx.authorizer is not None:
+        make_steps = escalation_guarded(ctx.authorizer, target.info, target.user, make_steps)
+    if ctx.admission is None:
+        return run(make_steps())
+    return await ctx.admission.run(make_steps, target.user, target.warnings)
+
+
+def warning_headers(warnings: Iterable[str]) -> list[tuple[str, str]]:
+    """RFC 7234 ``Warning`` headers (code 299, no agent) as kube-apiserver sends admission warnings."""
+    headers = []
+    for text in warnings:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        headers.append(("Warning", f'299 - "{escaped}"'))
+    return headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +110,10 @@ class Target:
     subresource: str | None
     dry_run: bool
     strict: bool
+    user: UserInfo = ADMIN
+    """Who is asking (what admission webhooks see as ``userInfo``)."""
+    warnings: list[str] = field(default_factory=list)
+    """Admission warnings for the response's ``Warning`` headers."""
 
     @property
     def ns(self) -> str:

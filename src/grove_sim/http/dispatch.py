@@ -12,7 +12,8 @@ from typing import Final
 
 from aiohttp import web
 
-from grove_sim.http import collection, objects
+from grove_sim.auth.authentication import ADMIN, UserInfo
+from grove_sim.http import collection, objects, podlogs, portforward, proxy
 from grove_sim.http.context import ApiContext, Handler, Target
 from grove_sim.http.requestinfo import RequestInfo, parse_bool, parse_dry_run
 from grove_sim.machinery import errors
@@ -41,6 +42,9 @@ _OBJECT_VERBS: Final[dict[tuple[str, str | None], Handler]] = {
     ("update", "scale"): objects.update_scale,
     ("patch", "scale"): objects.patch_scale,
     ("update", "finalize"): objects.finalize,
+    ("get", "log"): podlogs.pod_logs,
+    ("get", "portforward"): portforward.port_forward,
+    ("create", "portforward"): portforward.port_forward,
 }
 
 _WRITE_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -58,9 +62,15 @@ def request_verb(method: str, collection_request: bool, request: web.Request) ->
 
 
 async def handle_resource(
-    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+    ctx: ApiContext,
+    request: web.Request,
+    ri: RequestInfo,
+    info: ResourceInfo,
+    user: UserInfo = ADMIN,
+    warnings: list[str] | None = None,
 ) -> web.StreamResponse:
-    """Check scope, verb and subresource of one request on a served resource, then run its handler."""
+    """Check scope, verb and subresource of one request on a served resource, then run its handler (as ``user``,
+    collecting admission ``warnings``)."""
     method = request.method
     if info.namespaced and ri.namespace is None and ri.name is not None:
         raise errors.route_not_found()
@@ -76,12 +86,16 @@ async def handle_resource(
         subresource=ri.subresource,
         dry_run=parse_dry_run(request) if method in _WRITE_METHODS else False,
         strict=request.query.get("fieldValidation") == "Strict",
+        user=user,
+        warnings=warnings if warnings is not None else [],
     )
     if ri.subresource is not None and ri.subresource not in info.subresources:
         raise errors.route_not_found()
     if ri.name is None:
         handler = _COLLECTION_VERBS.get(verb)
         what = info.plural
+    elif ri.subresource == "proxy":
+        handler = proxy.proxy
     else:
         handler = _OBJECT_VERBS.get((verb, ri.subresource))
         what = f"{info.plural}/{ri.subresource}" if ri.subresource else info.plural

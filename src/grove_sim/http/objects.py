@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from grove_sim.http.context import ApiContext, Target, json_response, object_response, table
+from grove_sim.http.context import ApiContext, Target, admit, json_response, object_response, table
 from grove_sim.http.requestinfo import media_type, read_body, read_delete_options, wants_table
-from grove_sim.registry import subresources
+from grove_sim.registry import eviction, subresources
 from grove_sim.registry.patching import PATCH_TYPES
 
 __all__ = ["bind", "delete", "evict", "finalize", "get", "get_scale", "patch", "patch_scale", "update", "update_scale"]
-
-_CREATED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
 def _name(target: Target) -> str:
@@ -36,14 +34,18 @@ async def get(ctx: ApiContext, request: web.Request, target: Target) -> web.Stre
 async def update(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
     """PUT the object or its status."""
     body = await read_body(request)
-    updated = ctx.core.update(
-        target.info,
-        target.ns,
-        _name(target),
-        body,
-        subresource=target.subresource,
-        dry_run=target.dry_run,
-        strict=target.strict,
+    updated = await admit(
+        ctx,
+        target,
+        lambda: ctx.core.update_steps(
+            target.info,
+            target.ns,
+            _name(target),
+            body,
+            subresource=target.subresource,
+            dry_run=target.dry_run,
+            strict=target.strict,
+        ),
     )
     return object_response(ctx, updated)
 
@@ -51,15 +53,19 @@ async def update(ctx: ApiContext, request: web.Request, target: Target) -> web.S
 async def patch(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
     """PATCH the object or its status (201 when server-side apply created it)."""
     body = await read_body(request, allowed=PATCH_TYPES)
-    obj, code = ctx.core.patch(
-        target.info,
-        target.ns,
-        _name(target),
-        media_type(request),
-        body,
-        subresource=target.subresource,
-        dry_run=target.dry_run,
-        strict=target.strict,
+    obj, code = await admit(
+        ctx,
+        target,
+        lambda: ctx.core.patch_steps(
+            target.info,
+            target.ns,
+            _name(target),
+            media_type(request),
+            body,
+            subresource=target.subresource,
+            dry_run=target.dry_run,
+            strict=target.strict,
+        ),
     )
     return object_response(ctx, obj, code)
 
@@ -67,7 +73,11 @@ async def patch(ctx: ApiContext, request: web.Request, target: Target) -> web.St
 async def delete(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
     """DELETE with ``DeleteOptions``: the last state when removed, the marked object otherwise."""
     options = await read_delete_options(request)
-    obj, code = ctx.core.delete(target.info, target.ns, _name(target), options, dry_run=target.dry_run)
+    obj, code = await admit(
+        ctx,
+        target,
+        lambda: ctx.core.delete_steps(target.info, target.ns, _name(target), options, dry_run=target.dry_run),
+    )
     return object_response(ctx, obj, code)
 
 
@@ -77,9 +87,8 @@ async def bind(ctx: ApiContext, request: web.Request, target: Target) -> web.Str
 
 
 async def evict(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
-    """POST ``pods/{name}/eviction``: deletes the pod (no disruption budgets here)."""
-    ctx.core.delete(target.info, target.ns, _name(target), {})
-    return json_response(_CREATED, 201)
+    """POST ``pods/{name}/eviction``: deletes the pod if its disruption budget allows (429 otherwise)."""
+    return json_response(eviction.evict(ctx.core, target.ns, _name(target), await read_body(request)), 201)
 
 
 async def get_scale(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:

@@ -336,6 +336,57 @@ MESSAGES: Final[dict[str, dict[int, Field]]] = {
         5: _i("unavailableReplicas"),
         8: _i("collisionCount", keep=True),
     },
+    # authorization.k8s.io/v1 self reviews (kubectl auth can-i, can-i --list)
+    "SelfSubjectAccessReview": {
+        1: _META,
+        2: _m("spec", "SelfSubjectAccessReviewSpec"),
+        3: _m("status", "SubjectAccessReviewStatus"),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: _m("resourceAttributes", "ResourceAttributes"),
+        2: _m("nonResourceAttributes", "NonResourceAttributes"),
+    },
+    "ResourceAttributes": {
+        1: _s("namespace"),
+        2: _s("verb"),
+        3: _s("group"),
+        4: _s("version"),
+        5: _s("resource"),
+        6: _s("subresource"),
+        7: _s("name"),
+    },
+    "NonResourceAttributes": {1: _s("path"), 2: _s("verb")},
+    "SubjectAccessReviewStatus": {
+        1: _b("allowed", keep=True),
+        4: _b("denied"),
+        2: _s("reason"),
+        3: _s("evaluationError"),
+    },
+    "SelfSubjectRulesReview": {
+        1: _META,
+        2: _m("spec", "SelfSubjectRulesReviewSpec"),
+        3: _m("status", "SubjectRulesReviewStatus"),
+    },
+    "SelfSubjectRulesReviewSpec": {1: _s("namespace")},
+    "SubjectRulesReviewStatus": {3: _b("incomplete", keep=True), 4: _s("evaluationError")},
+    "PodDisruptionBudget": {
+        1: _META,
+        2: _m("spec", "PodDisruptionBudgetSpec"),
+        3: _m("status", "PodDisruptionBudgetStatus"),
+    },
+    "PodDisruptionBudgetSpec": {
+        1: Field("minAvailable", "intorstr"),
+        2: _m("selector", "LabelSelector"),
+        3: Field("maxUnavailable", "intorstr"),
+        4: _s("unhealthyPodEvictionPolicy"),
+    },
+    "PodDisruptionBudgetStatus": {
+        1: _i("observedGeneration"),
+        3: _i("disruptionsAllowed", keep=True),
+        4: _i("currentHealthy", keep=True),
+        5: _i("desiredHealthy", keep=True),
+        6: _i("expectedPods", keep=True),
+    },
     "PodCondition": {
         1: _s("type", keep=True),
         2: _s("status", keep=True),
@@ -350,7 +401,8 @@ MESSAGES: Final[dict[str, dict[int, Field]]] = {
 _TOP_LEVEL: Final = frozenset(
     {("v1", kind) for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Pod", "ResourceQuota")}
     | {("rbac.authorization.k8s.io/v1", kind) for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")}
-    | {("scheduling.k8s.io/v1", "PriorityClass"), ("apps/v1", "Deployment")}
+    | {("scheduling.k8s.io/v1", "PriorityClass"), ("apps/v1", "Deployment"), ("policy/v1", "PodDisruptionBudget")}
+    | {("authorization.k8s.io/v1", kind) for kind in ("SelfSubjectAccessReview", "SelfSubjectRulesReview")}
 )
 
 

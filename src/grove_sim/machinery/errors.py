@@ -17,11 +17,13 @@ __all__ = [
     "conflict",
     "expired",
     "forbidden",
+    "internal_error",
     "invalid",
     "method_not_allowed",
     "not_found",
     "route_not_found",
     "status_body",
+    "unauthorized",
     "unsupported_media_type",
 ]
 
@@ -142,3 +144,13 @@ def expired(message: str) -> ApiError:
 def route_not_found() -> ApiError:
     """404 for a path that names no served resource."""
     return ApiError(404, "NotFound", "the server could not find the requested resource")
+
+
+def unauthorized() -> ApiError:
+    """401 for credentials that identify nobody (an unknown or revoked bearer token)."""
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def internal_error(why: str) -> ApiError:
+    """500 InternalError, worded as apierrors.NewInternalError (a failed webhook call with failurePolicy Fail)."""
+    return ApiError(500, "InternalError", f"Internal error occurred: {why}", {"causes": [{"message": why}]})

@@ -45,6 +45,8 @@ def parse_quantity(value: Any) -> Fraction:
     """The exact value of a quantity (``"250m"`` → 1/4); ints and floats pass through."""
     if isinstance(value, bool):
         raise QuantityError(f"quantity must be a string or number, not {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise QuantityError(f"quantity must be a finite number, not {value!r}")
     if isinstance(value, int | float):
         return Fraction(value)
     return _parse_text(str(value))

@@ -6,6 +6,10 @@ resourceVersion, generation bumps only on spec changes, status and main resource
 neither bump the resourceVersion nor emit events, finalizers and ``deletionTimestamp``, graceful pod deletion, and
 CRDs that register their kinds the moment they are stored. Subresources (binding, scale, finalize) live in
 ``grove_sim.registry.subresources``; this module owns only the generic verbs.
+
+Each verb is written once, as a generator (``*_steps``) that stops at the admission points
+(``grove_sim.registry.steps``) for the HTTP layer to call admission webhooks there; ``create``/``update``/
+``replace``/``patch``/``delete`` run it to the end at once (controllers, subresources).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import random
 import string
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from grove_sim.machinery import errors
@@ -20,9 +25,10 @@ from grove_sim.machinery.patch import copy_json
 from grove_sim.registry import admission
 from grove_sim.registry.patching import APPLY, CUSTOM_RESOURCE_PATCH_TYPES, patched_object
 from grove_sim.registry.resources import Registry, ResourceInfo, infos_from_crd
+from grove_sim.registry.steps import CREATE, DELETE, MUTATING, UPDATE, VALIDATING, AdmissionPoint, Stale, Steps, ran
 from grove_sim.registry.templates import PodTemplates
 from grove_sim.schema.structural import SchemaError
-from grove_sim.storage.store import Store
+from grove_sim.storage.store import ResourceKey, Store
 
 __all__ = ["Core", "clone", "now_rfc3339"]
 
@@ -73,15 +79,26 @@ class Core:
         self.registry = registry
         self._service_ips = [0]
         self._templates = PodTemplates()
+        self.computed: dict[ResourceKey, Callable[[str | None], list[dict[str, Any]]]] = {}
+        """Read-only resources whose objects are computed on read, never stored (the metrics API)."""
 
     # ----------------------------------------------------------------------------------------------------- reads
 
     def get(self, info: ResourceInfo, namespace: str, name: str) -> dict[str, Any]:
-        """The stored object or 404."""
+        """The stored (or computed) object or 404."""
         obj = self.store.get(info.key, namespace if info.namespaced else "", name)
         if obj is None:
-            raise errors.not_found(info.group, info.plural, name)
+            source = self.computed.get(info.key)
+            found = [o for o in source(namespace or None) if o["metadata"]["name"] == name] if source else []
+            if not found:
+                raise errors.not_found(info.group, info.plural, name)
+            obj = found[0]
         return obj
+
+    def list_objects(self, info: ResourceInfo, namespace: str | None) -> list[dict[str, Any]]:
+        """The objects of a collection (``namespace=None``: all), stored or computed, by (namespace, name)."""
+        source = self.computed.get(info.key)
+        return source(namespace) if source is not None else self.store.list(info.key, namespace)
 
     def check_namespace(self, info: ResourceInfo, namespace: str, name: str) -> None:
         """404 when the namespace is missing, 403 when it is terminating (for creates)."""
@@ -94,9 +111,9 @@ class Core:
 
     # ---------------------------------------------------------------------------------------------------- create
 
-    def create(
+    def create_steps(
         self, info: ResourceInfo, namespace: str, body: Any, *, dry_run: bool = False, strict: bool = False
-    ) -> dict[str, Any]:
+    ) -> Steps[dict[str, Any]]:
         """Create an object (POST); returns the stored object (a copy of ``body``, never ``body`` itself)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
@@ -105,7 +122,6 @@ class Core:
             obj = clone(body)
         else:
             obj = {key: template if key == "spec" else clone(value) for key, value in body.items()}
-        written = obj.get("spec") if template is None and template_key is not None else None
         self._check_type(info, obj)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -118,11 +134,26 @@ class Core:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
-        if not meta.get("name") and meta.get("generateName"):
+        generated = not meta.get("name") and bool(meta.get("generateName"))
+        if generated:
             meta["name"] = self._generate_name(info, namespace, str(meta["generateName"]))
         name = str(meta.get("name") or "")
         if info.namespaced:
             self.check_namespace(info, namespace, name)
+        if template is None:
+            admission.apply_defaults(info.key, obj)
+        mutated = yield AdmissionPoint(
+            MUTATING, CREATE, info, namespace, "" if generated else name, None, obj, None, dry_run
+        )
+        if mutated is not None:
+            # A webhook changed the object: it is validated in full and its spec is never shared as a template.
+            obj, template, template_key = mutated, None, None
+            admission.apply_defaults(info.key, obj)
+        written = obj.get("spec") if template is None and template_key is not None else None
+        meta = _meta(obj)
+        meta["name"] = name
+        if info.namespaced:
+            meta["namespace"] = namespace
         for field in _SERVER_META:
             meta.pop(field, None)
         meta["uid"] = admission.new_uid()
@@ -131,10 +162,9 @@ class Core:
             meta["generation"] = 1
         if info.custom and info.has_status:
             obj.pop("status", None)
-        if template is None:
-            admission.apply_defaults(info.key, obj)
         admission.prepare_create(info, obj, meta["creationTimestamp"], self._service_ips)
         self._validate(info, obj, None, strict=strict, admitted_spec=template is not None)
+        yield AdmissionPoint(VALIDATING, CREATE, info, namespace, name, None, obj, None, dry_run)
         if isinstance(written, dict) and template_key is not None:
             self._templates.remember(template_key, written, obj["spec"])
         if self.store.get(info.key, meta.get("namespace", ""), name) is not None:
@@ -191,7 +221,7 @@ class Core:
 
     # ---------------------------------------------------------------------------------------------------- update
 
-    def update(
+    def update_steps(
         self,
         info: ResourceInfo,
         namespace: str,
@@ -201,7 +231,7 @@ class Core:
         subresource: str | None = None,
         dry_run: bool = False,
         strict: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Steps[dict[str, Any]]:
         """Replace an object (PUT), honouring a ``metadata.resourceVersion`` precondition (409 when stale)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
@@ -215,40 +245,20 @@ class Core:
         rv = meta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(info.group, info.plural, name)
-        return self.replace(info, old, new, subresource=subresource, dry_run=dry_run, strict=strict)
+        return (yield from self.replace_steps(info, old, new, subresource=subresource, dry_run=dry_run, strict=strict))
 
-    def replace(
-        self,
-        info: ResourceInfo,
-        old: dict[str, Any],
-        new: dict[str, Any],
-        *,
-        subresource: str | None = None,
-        dry_run: bool = False,
-        strict: bool = False,
-    ) -> dict[str, Any]:
-        """Store ``new`` in place of ``old`` with every update rule applied.
-
-        ``new``'s top-level dict is owned by the caller; its subtrees may be shared with ``old`` (copy-on-write
-        patches), so only the top level and a fresh copy of ``metadata`` are ever modified here.
-        """
+    @staticmethod
+    def _keep_server_fields(
+        info: ResourceInfo, old: dict[str, Any], new: dict[str, Any], subresource: str | None
+    ) -> None:
+        """What a write may not change: identity, server-owned metadata and, on the main resource, the status."""
         old_meta = old["metadata"]
-        if subresource == "status":
-            # Stored objects are never mutated, so built-ins may share everything but metadata and status with
-            # ``old``; custom resources are defaulted and pruned in place by the schema, so they get a full copy.
-            result = clone(old) if info.custom else {**old, "metadata": dict(old_meta)}
-            result["status"] = new.get("status")
-            if result["status"] is None:
-                result.pop("status")
-            new = result
         new["kind"], new["apiVersion"] = old["kind"], old["apiVersion"]
         meta = new["metadata"] = dict(_meta(new))
-        for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"):
-            if field in old_meta:
-                meta[field] = old_meta[field]
-            else:
-                meta.pop(field, None)
-        for field in ("deletionGracePeriodSeconds", "generation"):
+        for field in (
+            "name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+            "generation",
+        ):  # fmt: skip
             if field in old_meta:
                 meta[field] = old_meta[field]
             else:
@@ -261,14 +271,52 @@ class Core:
                 new.pop("status", None)
         if info.key == _NAMESPACES and subresource != "finalize":
             new["spec"] = old.get("spec", {})
-        name = str(meta["name"])
-        causes = admission.metadata_update_causes(meta, old_meta)
+
+    def replace_steps(
+        self,
+        info: ResourceInfo,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        strict: bool = False,
+    ) -> Steps[dict[str, Any]]:
+        """Store ``new`` in place of ``old`` with every update rule applied.
+
+        ``new``'s top-level dict is owned by the caller; its subtrees may be shared with ``old`` (copy-on-write
+        patches), so only the top level and a fresh copy of ``metadata`` are ever modified here.
+        """
+        written_before = self.store.rv
+        old_meta = old["metadata"]
+        if subresource == "status":
+            # Stored objects are never mutated, so built-ins may share everything but metadata and status with
+            # ``old``; custom resources are defaulted and pruned in place by the schema, so they get a full copy.
+            result = clone(old) if info.custom else {**old, "metadata": dict(old_meta)}
+            result["status"] = new.get("status")
+            if result["status"] is None:
+                result.pop("status")
+            new = result
+        self._keep_server_fields(info, old, new, subresource)
+        name = str(old_meta["name"])
+        namespace = str(old_meta.get("namespace") or "")
         if subresource is None:
             admission.apply_defaults(info.key, new, old)
+        mutated = yield AdmissionPoint(MUTATING, UPDATE, info, namespace, name, subresource, new, old, dry_run)
+        if mutated is not None:
+            new = mutated
+            self._keep_server_fields(info, old, new, subresource)
+            if subresource is None:
+                admission.apply_defaults(info.key, new, old)
+        meta = new["metadata"]
+        causes = admission.metadata_update_causes(meta, old_meta)
         if subresource != "status" or info.custom:
             self._validate(info, new, old, strict=strict, causes=causes)
         elif causes:
             raise errors.invalid(info.kind, info.group, name, causes)
+        yield AdmissionPoint(VALIDATING, UPDATE, info, namespace, name, subresource, new, old, dry_run)
+        if self.store.rv != written_before and self.store.get(info.key, namespace, name) is not old:
+            raise Stale(name)
         if new == old:
             return old
         if info.has_generation and _spec_changed(old, new, status_counts=not info.has_status):
@@ -295,7 +343,7 @@ class Core:
 
     # ----------------------------------------------------------------------------------------------------- patch
 
-    def patch(
+    def patch_steps(
         self,
         info: ResourceInfo,
         namespace: str,
@@ -306,7 +354,7 @@ class Core:
         subresource: str | None = None,
         dry_run: bool = False,
         strict: bool = False,
-    ) -> tuple[dict[str, Any], int]:
+    ) -> Steps[tuple[dict[str, Any], int]]:
         """Apply a patch of ``content_type``; server-side apply creates a missing object (returns 201 then)."""
         if info.custom and content_type not in CUSTOM_RESOURCE_PATCH_TYPES:
             raise errors.unsupported_media_type(content_type, CUSTOM_RESOURCE_PATCH_TYPES)
@@ -315,10 +363,14 @@ class Core:
             if content_type == APPLY and subresource is None:
                 if isinstance(patch, dict):
                     patch.setdefault("metadata", {}).setdefault("name", name)
-                return self.create(info, namespace, patch, dry_run=dry_run, strict=strict), 201
+                created = yield from self.create_steps(info, namespace, patch, dry_run=dry_run, strict=strict)
+                return created, 201
             raise errors.not_found(info.group, info.plural, name)
         patched = self.apply_patch(info, current, content_type, patch)
-        return self.replace(info, current, patched, subresource=subresource, dry_run=dry_run, strict=strict), 200
+        stored = yield from self.replace_steps(
+            info, current, patched, subresource=subresource, dry_run=dry_run, strict=strict
+        )
+        return stored, 200
 
     def apply_patch(self, info: ResourceInfo, current: dict[str, Any], content_type: str, patch: Any) -> dict[str, Any]:
         """The patched document (not stored), with the patch's resourceVersion precondition checked."""
@@ -326,7 +378,7 @@ class Core:
 
     # ---------------------------------------------------------------------------------------------------- delete
 
-    def delete(
+    def delete_steps(
         self,
         info: ResourceInfo,
         namespace: str,
@@ -334,8 +386,9 @@ class Core:
         options: dict[str, Any] | None = None,
         *,
         dry_run: bool = False,
-    ) -> tuple[dict[str, Any], int]:
-        """DELETE with DeleteOptions; returns (object, HTTP status) — the last state if removed, else marked."""
+    ) -> Steps[tuple[dict[str, Any], int]]:
+        """DELETE with DeleteOptions; returns (object, HTTP status): the last state if removed, else marked
+        (webhooks see the stored object as ``oldObject``)."""
         options = options or {}
         old = self.get(info, namespace, name)
         meta = old["metadata"]
@@ -349,6 +402,12 @@ class Core:
                 else "the ResourceVersion in the precondition does not match the ResourceVersion in record"
             )
             raise errors.conflict(info.group, info.plural, name, detail)
+        ns = namespace if info.namespaced else ""
+        written_before = self.store.rv
+        for stage in (MUTATING, VALIDATING):
+            yield AdmissionPoint(stage, DELETE, info, ns, name, None, None, old, dry_run, options)
+        if self.store.rv != written_before and self.store.get(info.key, ns, name) is not old:
+            raise Stale(name)
         grace = options.get("gracePeriodSeconds")
         if meta.get("deletionTimestamp"):
             if info.key == _PODS and grace == 0 and not dry_run:
@@ -393,6 +452,13 @@ class Core:
         self.store.put(info.key, new, old)
         accepted = options.get("orphanDependents") is False
         return new, 202 if accepted else 200
+
+    # The verbs run to their end at once, without webhooks (in-process controllers, subresources, tests).
+    create = ran(create_steps)
+    update = ran(update_steps)
+    replace = ran(replace_steps)
+    patch = ran(patch_steps)
+    delete = ran(delete_steps)
 
     def _remove(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
         if info.key == _CRDS:

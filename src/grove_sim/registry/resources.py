@@ -82,27 +82,75 @@ def _builtin(
     )
 
 
+def _access_reviews() -> list[ResourceInfo]:
+    """``authorization.k8s.io/v1``: the reviews that ask the authorizer (create only, nothing is stored)."""
+    group, create = "authorization.k8s.io", ("create",)
+    return [
+        _builtin(group, "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, verbs=create),
+        _builtin(group, "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, verbs=create),
+        _builtin(group, "v1", "subjectaccessreviews", "SubjectAccessReview", False, verbs=create),
+        _builtin(group, "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview", True, verbs=create),
+    ]
+
+
+_REPLICAS_SCALE: dict[str, str] = {
+    "specReplicasPath": ".spec.replicas",
+    "statusReplicasPath": ".status.replicas",
+    "labelSelectorPath": ".spec.selector",
+}
+
+
+def workload_resources() -> list[ResourceInfo]:
+    """Workload kinds: Deployments and ReplicaSets (with ``/scale``), disruption budgets, and the read-only
+    ``metrics.k8s.io`` views that a metrics-server would serve (computed, never stored)."""
+    deployments = _builtin(
+        "apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), ("status", "scale"), generation=True
+    )
+    replicasets = _builtin(
+        "apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",), ("status", "scale"), generation=True
+    )
+    deployments.scale = replicasets.scale = dict(_REPLICAS_SCALE)
+    return [
+        deployments,
+        replicasets,
+        _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), (), ("status",),
+                 generation=True),
+        _builtin("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True, verbs=("get", "list")),
+        _builtin("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False, verbs=("get", "list")),
+    ]  # fmt: skip
+
+
 def builtin_resources() -> list[ResourceInfo]:
     """The built-in kinds every simulated cluster serves (apiserver-notes §7)."""
     return [
         _builtin("", "v1", "namespaces", "Namespace", False, ("ns",), (), ("status", "finalize")),
         _builtin("", "v1", "nodes", "Node", False, ("no",), (), ("status",)),
-        _builtin("", "v1", "pods", "Pod", True, ("po",), ("all",), ("status", "binding", "eviction")),
+        _builtin(
+            "", "v1", "pods", "Pod", True, ("po",), ("all",),
+            ("status", "binding", "eviction", "log", "proxy", "portforward"),
+        ),
         _builtin("", "v1", "bindings", "Binding", True, verbs=("create",)),
+        _builtin("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False, verbs=("create",)),
         _builtin("", "v1", "events", "Event", True, ("ev",)),
         _builtin("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
         _builtin("", "v1", "secrets", "Secret", True),
-        _builtin("", "v1", "services", "Service", True, ("svc",), ("all",), ("status",)),
+        _builtin("", "v1", "services", "Service", True, ("svc",), ("all",), ("status", "proxy")),
         _builtin("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
+        _builtin("", "v1", "endpoints", "Endpoints", True, ("ep",)),
+        _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
         _builtin("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
         _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",), generation=True),
         _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
         _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+        _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+        _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+        *_access_reviews(),
         _builtin(
             "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, ("hpa",), ("all",),
             ("status",), generation=True,
         ),
+        *workload_resources(),
         _builtin(
             "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
             ("crd", "crds"), ("api-extensions",), ("status",), generation=True,
@@ -187,13 +235,20 @@ class Registry:
         return iter(list(self._by_gvr.values()))
 
     def group_versions(self) -> dict[str, list[str]]:
-        """Served versions per group in registration order (core is the empty group)."""
-        out: dict[str, list[str]] = {}
+        """Served versions per group, in kube-apiserver's discovery order (core is the empty group).
+
+        Built-in groups come first, in registration order; CRD groups follow sorted by name: kube-apiserver gives
+        every CRD group the same priority (an APIService with groupPriorityMinimum 1000) and breaks the tie by
+        name. kubectl resolves a resource name two groups serve (`podcliques`) to the first group listed, so the
+        order must not depend on which CRD happened to be applied first.
+        """
+        builtin: dict[str, list[str]] = {}
+        custom: dict[str, list[str]] = {}
         for info in self._by_gvr.values():
-            versions = out.setdefault(info.group, [])
+            versions = (custom if info.custom else builtin).setdefault(info.group, [])
             if info.version not in versions:
                 versions.append(info.version)
-        return out
+        return {**builtin, **dict(sorted(custom.items()))}
 
     def register_crd(self, crd: Mapping[str, Any]) -> list[ResourceInfo]:
         """(Re-)register the kinds of a CRD; returns the new infos. Raises what ``StructuralSchema`` raises."""

@@ -1,4 +1,4 @@
-"""Built-in kinds outside core/v1 that grove-sim serves: Leases, PriorityClasses, RBAC Roles and RoleBindings,
+"""Built-in kinds outside core/v1 that grove-sim serves: Leases, PriorityClasses, RBAC roles and their bindings,
 HorizontalPodAutoscalers (autoscaling/v2).
 
 Only what a client can get wrong in practice: lease durations, reserved ``system-`` priority classes and the
@@ -24,6 +24,8 @@ from grove_sim.validation.field import (
 from grove_sim.validation.meta import PATH_SEGMENT_NAMES
 
 __all__ = [
+    "validate_cluster_role",
+    "validate_cluster_role_binding",
     "validate_hpa",
     "validate_lease",
     "validate_priority_class",
@@ -93,6 +95,16 @@ def validate_priority_class_update(new: dict[str, Any], old: dict[str, Any]) -> 
 
 def validate_role(role: dict[str, Any]) -> list[Cause]:
     """``ValidateRole``: each rule names verbs, and API groups and resources (a Role has no non-resource URLs)."""
+    return _policy_rules(role, namespaced=True)
+
+
+def validate_cluster_role(role: dict[str, Any]) -> list[Cause]:
+    """``ValidateClusterRole``: as a Role's rules, but a rule may name non-resource URLs instead of resources."""
+    return _policy_rules(role, namespaced=False)
+
+
+def _policy_rules(role: dict[str, Any], *, namespaced: bool) -> list[Cause]:
+    """``ValidatePolicyRule`` for every rule."""
     causes: list[Cause] = []
     for index, rule in enumerate(get_list(role, "rules", "")):
         at = f"rules[{index}]"
@@ -100,7 +112,13 @@ def validate_role(role: dict[str, Any]) -> list[Cause]:
             causes.append(required(f"{at}.verbs", "verbs must contain at least one value"))
         urls = get_list(rule, "nonResourceURLs", at, str)
         if urls:
-            causes.append(invalid(f"{at}.nonResourceURLs", urls, "namespaced rules cannot apply to non-resource URLs"))
+            if namespaced:
+                causes.append(
+                    invalid(f"{at}.nonResourceURLs", urls, "namespaced rules cannot apply to non-resource URLs")
+                )
+            elif any(get_list(rule, key, at, str) for key in ("apiGroups", "resources", "resourceNames")):
+                detail = "rules cannot apply to both regular resources and non-resource URLs"
+                causes.append(invalid(f"{at}.nonResourceURLs", urls, detail))
             continue
         if not get_list(rule, "apiGroups", at, str):
             causes.append(required(f"{at}.apiGroups", "resource rules must supply at least one api group"))
@@ -116,25 +134,34 @@ def _go_role_ref(ref: dict[str, Any]) -> dict[str, Any]:
 
 def validate_role_binding(binding: dict[str, Any]) -> list[Cause]:
     """``ValidateRoleBinding``: a Role or ClusterRole of the RBAC group, and well-formed subjects."""
+    return _binding(binding, ("Role", "ClusterRole"), namespaced=True)
+
+
+def validate_cluster_role_binding(binding: dict[str, Any]) -> list[Cause]:
+    """``ValidateClusterRoleBinding``: a ClusterRole, and ServiceAccount subjects that name their namespace."""
+    return _binding(binding, ("ClusterRole",), namespaced=False)
+
+
+def _binding(binding: dict[str, Any], kinds: tuple[str, ...], *, namespaced: bool) -> list[Cause]:
     ref = get_map(binding, "roleRef", "")
     causes: list[Cause] = []
     group = get_str(ref, "apiGroup", "roleRef")
     if group != _RBAC:
         causes.append(not_supported("roleRef.apiGroup", group, (_RBAC,)))
     kind = get_str(ref, "kind", "roleRef")
-    if kind not in ("Role", "ClusterRole"):
-        causes.append(not_supported("roleRef.kind", kind, ("Role", "ClusterRole")))
+    if kind not in kinds:
+        causes.append(not_supported("roleRef.kind", kind, kinds))
     name = get_str(ref, "name", "roleRef")
     if not name:
         causes.append(required("roleRef.name"))
     else:
         causes += [invalid("roleRef.name", name, m) for m in PATH_SEGMENT_NAMES.errors(name, False)]
     for index, subject in enumerate(get_list(binding, "subjects", "")):
-        causes += _subject(subject, f"subjects[{index}]")
+        causes += _subject(subject, f"subjects[{index}]", namespaced=namespaced)
     return causes
 
 
-def _subject(subject: dict[str, Any], path: str) -> list[Cause]:
+def _subject(subject: dict[str, Any], path: str, *, namespaced: bool) -> list[Cause]:
     """``ValidateRoleBindingSubject``."""
     causes: list[Cause] = []
     name = get_str(subject, "name", path)
@@ -145,6 +172,8 @@ def _subject(subject: dict[str, Any], path: str) -> list[Cause]:
     if kind == "ServiceAccount":
         if group:
             causes.append(not_supported(f"{path}.apiGroup", group, ("",)))
+        if not namespaced and not get_str(subject, "namespace", path):
+            causes.append(required(f"{path}.namespace"))
     elif kind in ("User", "Group"):
         if group != _RBAC:
             causes.append(not_supported(f"{path}.apiGroup", group, (_RBAC,)))

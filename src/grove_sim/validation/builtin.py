@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from grove_sim.validation.api_kinds import (
+    validate_cluster_role,
+    validate_cluster_role_binding,
     validate_hpa,
     validate_lease,
     validate_priority_class,
@@ -44,6 +46,12 @@ from grove_sim.validation.pod import (
 )
 from grove_sim.validation.pod_update import validate_pod_update
 from grove_sim.validation.service import validate_service
+from grove_sim.validation.workloads import (
+    validate_deployment,
+    validate_pdb,
+    validate_replica_set,
+    validate_selector_unchanged,
+)
 
 __all__ = ["KindRules", "validate"]
 
@@ -91,7 +99,14 @@ _RULES: Final[dict[tuple[str, str], KindRules]] = {
     ("rbac.authorization.k8s.io", "rolebindings"): KindRules(
         names=PATH_SEGMENT_NAMES, always=validate_role_binding, on_update=validate_role_binding_update
     ),
+    ("rbac.authorization.k8s.io", "clusterroles"): KindRules(names=PATH_SEGMENT_NAMES, always=validate_cluster_role),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): KindRules(
+        names=PATH_SEGMENT_NAMES, always=validate_cluster_role_binding, on_update=validate_role_binding_update
+    ),
     ("autoscaling", "horizontalpodautoscalers"): KindRules(always=validate_hpa),
+    ("apps", "deployments"): KindRules(always=validate_deployment, on_update=validate_selector_unchanged),
+    ("apps", "replicasets"): KindRules(always=validate_replica_set, on_update=validate_selector_unchanged),
+    ("policy", "poddisruptionbudgets"): KindRules(always=validate_pdb),
 }
 
 

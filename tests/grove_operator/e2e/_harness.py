@@ -90,6 +90,10 @@ class OperatorThread:
         self._loop.call_soon_threadsafe(run)
         return fut.result(timeout=10)
 
+    def alive(self) -> bool:
+        """Whether the operator still runs (its manager has neither crashed nor stopped)."""
+        return self._thread is not None and self._thread.is_alive() and self._task is not None and not self._task.done()
+
     def kill(self) -> None:
         """Cancel the manager wherever it is (mid-reconcile included) and wait for the thread to end."""
         if self._loop is not None and self._task is not None and not self._loop.is_closed():

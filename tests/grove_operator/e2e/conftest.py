@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,8 @@ import pytest
 from grove_runtime.client import KubeClient
 from grove_sim.testing import SimCluster
 
-from ._harness import OperatorThread, ensure_namespace
+from ._harness import OperatorThread
+from ._webhooks import TOPOLOGY, apply, start_operator
 
 CRDS = Path(__file__).resolve().parents[3] / "crds"
 
@@ -35,18 +35,17 @@ def operator(crds: SimCluster) -> Iterator[OperatorThread]:
 
 
 @pytest.fixture
-async def kube(crds: SimCluster) -> AsyncIterator[KubeClient]:
-    """A grove_runtime client for the sim (test side)."""
-    client = await KubeClient.from_kubeconfig(crds.kubeconfig)
+async def kube(crds: SimCluster, kube: KubeClient) -> KubeClient:
+    """The shared test-side client (tests/conftest.py), once the CRDs are applied; `namespace` comes from there."""
+    return kube
+
+
+@pytest.fixture(scope="module")
+def webhooks(crds: SimCluster, kubectl: Callable[..., Any]) -> Iterator[OperatorThread]:
+    """One grove-operator serving its webhooks for the whole module, and the topology the test manifests name."""
+    apply(kubectl, TOPOLOGY)
+    operator = start_operator(crds.kubeconfig, kubectl)
     try:
-        yield client
+        yield operator
     finally:
-        await client.close()
-
-
-@pytest.fixture
-async def namespace(kube: KubeClient) -> str:
-    """A fresh namespace per test."""
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    await ensure_namespace(kube, name)
-    return name
+        operator.kill()

@@ -36,12 +36,13 @@ async def test_binary_reconciles_serves_metrics_and_exits_cleanly(
     crds: SimCluster, kube: KubeClient, namespace: str
 ) -> None:
     """`grove-operator --kubeconfig` (with leader election) creates the pods, exposes grove_operator_* metrics and
-    exits 0 on SIGTERM."""
+    exits 0 on SIGTERM. (Without webhooks: a stopped operator's configurations would refuse this module's later
+    creates; the binary's webhooks are tested in tests/programs/test_webhooks.py.)"""
     health, metrics = _free_port(), _free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "grove_operator.cli", "--kubeconfig", crds.kubeconfig, "--leader-elect",
         "--health-port", str(health), "--metrics-port", str(metrics), "--namespace", namespace,
-        "--lease-namespace", namespace,
+        "--lease-namespace", namespace, "--no-webhooks",
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

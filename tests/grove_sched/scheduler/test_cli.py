@@ -78,3 +78,13 @@ def test_status_settle_flag() -> None:
     assert parse_args(["--status-settle", "0"]).status_settle == 0.0
     with pytest.raises(SystemExit):
         parse_args(["--status-settle", "-1"])
+
+
+def test_preemption_flags() -> None:
+    """Preemption is on and deletes victims by default; `--no-preemption` and `--preemption-eviction evict` say
+    otherwise; an unknown removal mode is a usage error."""
+    assert (parse_args([]).preemption, parse_args([]).preemption_eviction) == (True, "delete")
+    config = parse_args(["--no-preemption", "--preemption-eviction", "evict"])
+    assert (config.preemption, config.preemption_eviction) == (False, "evict")
+    with pytest.raises(SystemExit):
+        parse_args(["--preemption-eviction", "drain"])

@@ -76,9 +76,10 @@ def test_kubectl_capture_decodes_to_the_json_kubectl_131_sends(body_path: Path) 
 
 
 def without_null_timestamps(value: Any) -> Any:
-    """The JSON body minus the ``creationTimestamp: null`` entries Go writes for the zero time."""
+    """The JSON body minus the ``null`` entries Go writes for the zero time (``creationTimestamp``) and for nil
+    slices without ``omitempty`` (a review's ``status.resourceRules``): protobuf has no null."""
     if isinstance(value, dict):
-        return {k: without_null_timestamps(v) for k, v in value.items() if not (k == "creationTimestamp" and v is None)}
+        return {k: without_null_timestamps(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
         return [without_null_timestamps(v) for v in value]
     return value

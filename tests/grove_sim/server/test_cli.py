@@ -8,12 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 
-from grove_sim.cli import GC_THRESHOLD, tune_gc
+from grove_sim.cli import GC_THRESHOLD, build_parser, tune_gc
 
 
 def test_up_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -63,3 +65,53 @@ def test_tune_gc_freezes_start_up_objects_and_raises_thresholds() -> None:
         gc.unfreeze()
         gc.set_threshold(*before)
     assert gc.get_freeze_count() == 0
+
+
+def test_up_with_rbac_and_faults_from_the_command_line(tmp_path: Path) -> None:
+    """``--authorization-mode RBAC`` refuses an anonymous list (kube-apiserver's 403) while the admin token lists;
+    ``--faults`` is in force from the first request; a bad fault document is a usage error naming the field."""
+    kubeconfig = tmp_path / "kc"
+    faults = json.dumps({"seed": 1, "errors": [{"code": 503, "rate": 1.0, "resources": ["nodes"]}]})
+    command = [sys.executable, "-m", "grove_sim.cli", "up", "--kubeconfig", str(kubeconfig), "--log-level", "WARNING"]
+    proc = subprocess.Popen(
+        [*command, "--authorization-mode", "RBAC", "--faults", faults], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        for _ in range(300):
+            if kubeconfig.exists():
+                break
+            time.sleep(0.05)
+        config = yaml.safe_load(kubeconfig.read_text())
+        url, token = config["clusters"][0]["cluster"]["server"], config["users"][0]["user"]["token"]
+        codes = []
+        for path, headers in (
+            ("/api/v1/namespaces", {}),
+            ("/api/v1/namespaces", {"Authorization": f"Bearer {token}"}),
+            ("/api/v1/nodes", {"Authorization": f"Bearer {token}"}),
+        ):
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url + path, headers=headers)) as resp:
+                    codes.append(resp.status)
+            except urllib.error.HTTPError as exc:
+                codes.append(exc.code)
+        assert codes == [403, 200, 503]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    bad = subprocess.run([*command, "--faults", '{"errors": [{"code": 200}]}'], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert "invalid fault configuration: errors[0].code: must be one of 409, 429, 500, 503" in bad.stderr
+
+
+def test_exec_image_takes_a_prefix_with_or_without_a_command_and_tls_is_a_flag(tmp_path: Path) -> None:
+    """``--exec-image PREFIX`` (containers must set ``command``) and ``PREFIX=COMMAND``; an empty prefix or an
+    empty command after ``=`` is refused."""
+    parser = build_parser()
+    args = parser.parse_args(["up", "--kubeconfig", str(tmp_path / "kc"), "--exec-image", "ghcr.io/me/",
+                              "--exec-image", "grove-initc=grove-initc --verbose", "--tls"])  # fmt: skip
+    assert args.exec_image == [("ghcr.io/me/", ""), ("grove-initc", "grove-initc --verbose")]
+    assert args.tls is True
+    for bad in ("=cmd", "prefix=", "prefix=  "):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["up", "--kubeconfig", str(tmp_path / "kc"), "--exec-image", bad])

@@ -1,11 +1,9 @@
-"""Simulated kubelets: Running/Ready, resource admission, graceful deletion, init containers run for real, tokens."""
+"""Simulated kubelets: Running/Ready, resource admission, graceful deletion, tokens (init containers: elsewhere)."""
 
 from __future__ import annotations
 
 import base64
-import sys
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -118,80 +116,6 @@ async def test_token_secret_is_filled(api_client: client.ApiClient, namespace: s
     secret = await poll(filled)
     assert base64.b64decode(secret.data["namespace"]).decode() == namespace
     assert base64.b64decode(secret.data["ca.crt"]).startswith(b"-----BEGIN CERTIFICATE-----")
-
-
-@pytest.fixture(scope="module")
-def exec_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Path]]:
-    """A cluster whose ``initc`` images run a local script that records its environment then exits with $CODE."""
-    tmp = tmp_path_factory.mktemp("exec")
-    script = tmp / "initc.py"
-    script.write_text(
-        "import os, pathlib, sys\n"
-        f"out = pathlib.Path({str(tmp)!r}) / (os.environ['POD_NAME'] + '.txt')\n"
-        "info = pathlib.Path(os.environ['GROVE_SIM_MOUNT_PODINFO']) / 'labels'\n"
-        "out.write_text(os.environ['KUBECONFIG'] + '|' + info.read_text() + '|' + ' '.join(sys.argv[1:]))\n"
-        "sys.exit(int(os.environ.get('CODE', '0')))\n"
-    )
-    with SimCluster(nodes=nodes_from_flags(1, 8), exec_images={"initc": f"{sys.executable} {script}"}) as cluster:
-        yield cluster, tmp
-
-
-async def test_exec_image_init_container(exec_sim: tuple[SimCluster, Path], poll: Poll) -> None:
-    """Executable-image init containers run for real (env, downward API, KUBECONFIG); failures fail or restart."""
-    cluster, tmp = exec_sim
-    configuration = client.Configuration()
-    await config.load_kube_config(config_file=cluster.kubeconfig, client_configuration=configuration)
-    async with client.ApiClient(configuration=configuration) as api:
-        core = client.CoreV1Api(api)
-        for name, code, policy in (("ok", "0", "Always"), ("bad", "3", "Never"), ("retry", "4", "Always")):
-            env = [
-                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                {"name": "CODE", "value": code},
-            ]
-            init = {
-                "name": "wait",
-                "image": "initc:v1",
-                "args": ["--x=1"],
-                "env": env,
-                "volumeMounts": [{"name": "podinfo", "mountPath": "/etc/podinfo"}],
-            }
-            volume = {
-                "name": "podinfo",
-                "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]},
-            }
-            body = _pod(name, initContainers=[init], volumes=[volume], restartPolicy=policy)
-            body["metadata"]["labels"] = {"app": name}
-            await core.create_namespaced_pod("default", body)
-            await _bind(core, "default", name, "node-0")
-
-        async def phase(name: str) -> str:
-            return str((await core.read_namespaced_pod(name, "default")).status.phase)
-
-        async def ok_running() -> bool:
-            return await phase("ok") == "Running"
-
-        async def bad_failed() -> bool:
-            return await phase("bad") == "Failed"
-
-        assert await poll(ok_running, attempts=500)
-        assert await poll(bad_failed, attempts=500)
-
-        async def restarted() -> Any:
-            pod = await core.read_namespaced_pod("retry", "default")
-            statuses = pod.status.init_container_statuses or []
-            return pod if statuses and statuses[0].restart_count >= 1 else None
-
-        retrying = await poll(restarted, attempts=500)
-        assert retrying.status.phase == "Pending"
-        assert retrying.status.init_container_statuses[0].state.waiting.reason == "CrashLoopBackOff"
-        bad = await core.read_namespaced_pod("bad", "default")
-        terminated = bad.status.init_container_statuses[0].last_state.terminated
-        assert terminated.exit_code == 3
-        assert terminated.reason == "Error"
-    recorded = (tmp / "ok.txt").read_text().split("|")
-    assert recorded[0] == cluster.kubeconfig
-    assert recorded[1] == 'app="ok"'
-    assert recorded[2] == "--x=1"
 
 
 async def test_ready_after_delay(poll: Poll) -> None:

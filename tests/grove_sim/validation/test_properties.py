@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
@@ -220,6 +220,7 @@ KIND_BODIES: dict[str, dict[str, Any]] = {
 
 @settings(max_examples=300, deadline=None)
 @given(path=st.sampled_from(ANY_PATHS), value=json_values)
+@example(path="spec/containers/0/resources/requests", value={"cpu": float("inf")})
 def test_no_pod_body_crashes_the_registry(path: str, value: Any) -> None:
     """Whatever JSON sits anywhere in a pod, the answer is the pod or a 400/422 Status, never a crash."""
     body = copy.deepcopy(TEMPLATE)
