@@ -2,8 +2,9 @@
 
 Why: the CLI, the end-to-end tests and the demo all need "a scheduler against this API server"; building it here
 once keeps them identical. Lifecycle (owned by the runtime `Manager`): health/metrics server → informers for
-pods, nodes, PodGangs and PriorityClasses (synced; their events already fill the queue) → leader election on the
-Lease → recovery of partially bound gangs → the scheduling loop and the PodGang status controller.
+pods, nodes, PodGangs, PriorityClasses and ClusterTopologyBindings (synced; their events already fill the
+queue) → leader election on the Lease → recovery of partially bound gangs → the scheduling loop and the PodGang
+status controller.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from grove_sched.cache import SchedulerCache
 from grove_sched.config import SchedulerConfig
 from grove_sched.events import GangEvents
 from grove_sched.gangs import GangKey
-from grove_sched.handlers import NodeEvents, PodEvents, PodGangEvents, PriorityClassEvents
+from grove_sched.handlers import NodeEvents, PodEvents, PodGangEvents, PriorityClassEvents, TopologyEvents
 from grove_sched.metrics import SchedulerMetrics
 from grove_sched.pod_status import PodStatusWriter
 from grove_sched.podgang_status import PODGANGS, PodGangStatusReconciler, StatusBook
@@ -37,6 +38,7 @@ from grove_sched.queue import SchedulingQueue
 from grove_sched.recovery import RecoveryReport, recover
 from grove_sched.scheduler import Scheduler
 from grove_sched.source import GANG_INDEX, GangSource, gang_index
+from grove_sched.topology import CLUSTERTOPOLOGYBINDINGS
 
 __all__ = ["SchedulerApp", "SchedulingRunnable", "build"]
 
@@ -85,6 +87,7 @@ def build(
     nodes = informers.informer(NODES)
     podgangs = informers.informer(PODGANGS)
     priorityclasses = informers.informer(PRIORITYCLASSES)
+    topologies = informers.informer(CLUSTERTOPOLOGYBINDINGS)
     informers.add_index(PODS, GANG_INDEX, gang_index)
     metrics = SchedulerMetrics(registry)
     recorder = EventRecorder(client, config.scheduler_name, clock=clock)
@@ -125,6 +128,7 @@ def build(
         config.scheduler_name,
         clock,
         leading,
+        config.status_settle,
     )
     status = Controller(
         "podgang-status",
@@ -140,6 +144,7 @@ def build(
     nodes.add_handler(NodeEvents(scheduler))
     podgangs.add_handler(PodGangEvents(scheduler, status.enqueue))
     priorityclasses.add_handler(PriorityClassEvents(scheduler))
+    topologies.add_handler(TopologyEvents(scheduler))
     metrics_address = Address(config.metrics_host, config.metrics_port) if config.metrics_port is not None else None
     manager = Manager(
         client,

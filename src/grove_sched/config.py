@@ -36,6 +36,9 @@ class SchedulerConfig:
     unschedulable_flush: float = 30.0
     assumed_ttl: float = 30.0
     status_workers: int = 4
+    status_settle: float = 1.0
+    """Seconds a PodGang status that is still moving (scheduled, not yet Running) waits before it is written, so
+    that one write carries the gang's outcome (`grove_sched.podgang_status`)."""
     inline_solve_limit: float = 0.02
     log_level: str = "INFO"
     placement: PlacementOptions = field(default_factory=PlacementOptions)

@@ -64,6 +64,8 @@ class AssemblyContext:
     node_label_keys: Collection[str]
     node_labels: Callable[[str], Mapping[str, str] | None]
     priority_of: Callable[[str], int | None] = field(default=lambda _name: None)
+    topology_levels: Callable[[Obj | None, Collection[str]], tuple[str, ...]] = field(default=lambda _pg, _keys: ())
+    """The gang's topology hierarchy from its PodGang and the keys its constraints use (`grove_sched.topology`)."""
     default_priority: int | None = None
     """Value of the `globalDefault` PriorityClass, for pods whose priority no class names."""
 
@@ -224,7 +226,10 @@ def _single(key: GangKey, pod: Obj | None, ctx: AssemblyContext) -> Assembly:
     if pod is None or not is_pending(pod, ctx.scheduler_name):
         return Waiting(key, "pod is gone, bound, gated or not ours")
     group = _group(key.name, [pod], 1, TopologyConstraint(), {})
-    request = GangRequest(key.name, key.namespace, (group,), priority=_priority([pod], None, ctx))
+    levels = ctx.topology_levels(None, ())
+    request = GangRequest(
+        key.name, key.namespace, (group,), priority=_priority([pod], None, ctx), topology_levels=levels
+    )
     return ReadyGang(key, request, MappingProxyType({key.name: pod}), MappingProxyType({}), 1)
 
 
@@ -344,6 +349,7 @@ def _assemble(key: GangKey, podgang: Obj | None, pods: Mapping[str, Obj], ctx: A
         priority=_priority(all_pending, spec.get("priorityClassName"), ctx),
         topology=gang_topo,
         group_configs=configs,
+        topology_levels=ctx.topology_levels(podgang, topology_keys(podgang)),
     )
     by_name = {str(p["metadata"]["name"]): p for p in all_pending}
     bound_by_name = {str(p["metadata"]["name"]): p for n in names for p in bound[n]}

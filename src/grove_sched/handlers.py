@@ -18,7 +18,7 @@ from grove_sched.podspec import is_terminal
 from grove_sched.scheduler import Scheduler
 from grove_sched.source import creation_time
 
-__all__ = ["NodeEvents", "PodEvents", "PodGangEvents", "PriorityClassEvents"]
+__all__ = ["NodeEvents", "PodEvents", "PodGangEvents", "PriorityClassEvents", "TopologyEvents"]
 
 Obj = dict[str, Any]
 StatusEnqueue = Callable[[ObjectKey], None]
@@ -163,3 +163,24 @@ class PodGangEvents:
         """The gang is gone."""
         meta = obj["metadata"]
         self._s.forget_gang(GangKey(str(meta.get("namespace", "")), str(meta["name"])))
+
+
+class TopologyEvents:
+    """ClusterTopologyBindings: a changed hierarchy changes what the best placement is and may let a gang fit
+    (a level key it lacked), so every waiting gang is tried again."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._s = scheduler
+
+    def on_add(self, obj: Obj) -> None:
+        """A new topology."""
+        self._s.queue.move_all()
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        """Changed levels."""
+        if old.get("spec") != new.get("spec"):
+            self._s.queue.move_all()
+
+    def on_delete(self, obj: Obj) -> None:
+        """A removed topology: its gangs fall back (`grove_sched.topology`)."""
+        self._s.queue.move_all()

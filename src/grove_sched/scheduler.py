@@ -336,7 +336,7 @@ class Scheduler:
         leftover = len(gang.pods) > len(outcome.bound)  # extras that did not fit wait for capacity
         self.queue.done(key, Code.UNSCHEDULABLE if leftover else Code.SUCCESS)
         self._publish_pending()
-        await self.events.scheduled(gang.pods, {p: plan.assignments[p] for p in outcome.bound})
+        await self.events.scheduled(podgang, gang.pods, {p: plan.assignments[p] for p in outcome.bound})
 
     # --- publishing ---------------------------------------------------------------------------------------------
 

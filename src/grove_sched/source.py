@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from grove_api.labels import LABEL_PODGANG
@@ -22,6 +22,7 @@ from grove_runtime.resources import PODS, PRIORITYCLASSES
 from grove_sched.cache import PodKey, SchedulerCache
 from grove_sched.gangs import Assembly, AssemblyContext, GangKey, assemble
 from grove_sched.podgang_status import PODGANGS
+from grove_sched.topology import CLUSTERTOPOLOGYBINDINGS, resolve_levels
 
 __all__ = ["GANG_INDEX", "GangSource", "creation_time", "gang_index"]
 
@@ -164,6 +165,14 @@ class GangSource:
                 return value
         return _number(pod_spec.get("priority") or 0) or self.default_priority() or 0
 
+    def topology_levels(self, podgang: Obj | None, keys: Collection[str]) -> tuple[str, ...]:
+        """The gang's topology hierarchy from the ClusterTopologyBindings (`grove_sched.topology`); () = default."""
+        try:
+            bindings = self.informers.list(CLUSTERTOPOLOGYBINDINGS)
+        except KeyError:  # no ClusterTopologyBinding informer (a cache built without one)
+            return ()
+        return resolve_levels(podgang, keys, bindings)
+
     def assemble(self, key: GangKey) -> tuple[Assembly, Obj | None]:
         """Assemble one gang from the current caches; also returns its PodGang (None for a gang of one)."""
         podgang = self.podgang(key)
@@ -172,6 +181,7 @@ class GangSource:
             node_label_keys=self.cache.node_label_keys,
             node_labels=self.cache.node_labels,
             priority_of=self.priority_of,
+            topology_levels=self.topology_levels,
             default_priority=self.default_priority(),
         )
         return assemble(key, podgang, self.pods_of(key, podgang), ctx), podgang

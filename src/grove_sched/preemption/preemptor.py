@@ -129,7 +129,9 @@ class Preemptor:
         skip = self.nominations.preempted(gang.key) | self.nominations.gangs() | {gang.key}
         pods: dict[GangKey, list[BoundPod]] = {}
         busy: set[GangKey] = set()
-        for bound in snapshot.pods:
+        for bound, alive in zip(snapshot.pods, snapshot.pod_alive, strict=True):
+            if not alive:
+                continue  # a departed row (snapshots keep them, marked, so deriving one is cheap)
             label = bound.labels.get(LABEL_PODGANG)
             owner = GangKey(bound.namespace, label) if label else GangKey(bound.namespace, bound.name, single=True)
             if owner in skip:

@@ -36,9 +36,9 @@ def cluster() -> Iterator[SimCluster]:
         yield sim
 
 
-@pytest.fixture
-async def client(cluster: SimCluster) -> AsyncIterator[KubeClient]:
-    """A KubeClient for the sim with the Grove CRDs applied."""
+@contextlib.asynccontextmanager
+async def crd_client(cluster: SimCluster) -> AsyncIterator[KubeClient]:
+    """A KubeClient for a sim, with the Grove CRDs applied."""
     kube = await KubeClient.from_kubeconfig(cluster.kubeconfig)
     try:
         for path in sorted((ROOT / "crds").glob("*.yaml")):
@@ -46,6 +46,13 @@ async def client(cluster: SimCluster) -> AsyncIterator[KubeClient]:
         yield kube
     finally:
         await kube.close()
+
+
+@pytest.fixture
+async def client(cluster: SimCluster) -> AsyncIterator[KubeClient]:
+    """A KubeClient for the sim with the Grove CRDs applied."""
+    async with crd_client(cluster) as kube:
+        yield kube
 
 
 def pod_body(name: str, gang: str | None, gpus: int, *, gated: bool = True, ns: str = "default") -> Obj:
