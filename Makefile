@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test test-fast lint typecheck imports unit demo crds bench bench-full chaos kubectl clean
+.PHONY: venv test test-fast lint typecheck imports unit demo crds bench bench-full chaos kubectl clean image release
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,32 @@ test-fast: $(STAMP)
 
 crds: $(STAMP)
 	$(BIN)/python -m grove_api.crdgen crds
+	$(BIN)/python -m grove_api.crdgen deploy/crds
+
+# The package's version (pyproject.toml), which images and release manifests carry.
+VERSION = $(shell $(BIN)/python -c 'from importlib.metadata import version; print(version("grove"))')
+CONTAINER_ENGINE ?= docker
+IMAGE ?= grove:$(VERSION)
+KUSTOMIZE ?= kubectl kustomize
+DIST ?= dist
+
+# The one image of grove-operator, grove-scheduler and grove-initc (not built in CI here: no container engine).
+image: $(STAMP)
+	$(CONTAINER_ENGINE) build -t $(IMAGE) .
+
+# dist/grove-{crds,scheduler,operator}.yaml, rendered from deploy/ at the package's version; together they are
+# deploy/overlays/production. `kubectl apply -f dist/grove-crds.yaml -f dist/grove-operator.yaml -f ...` installs.
+release: $(STAMP) kubectl
+	@grep -q 'newTag: "$(VERSION)"' deploy/components/release/kustomization.yaml || \
+	  { echo "deploy/components/release: the image tag is not $(VERSION), pyproject's version"; exit 1; }
+	mkdir -p $(DIST)
+	{ echo "# Grove $(VERSION): CustomResourceDefinitions (make release, from deploy/release/crds)"; \
+	  $(KUSTOMIZE) deploy/release/crds; } > $(DIST)/grove-crds.yaml
+	{ echo "# Grove $(VERSION): grove-scheduler (make release, from deploy/overlays/scheduler-only)"; \
+	  $(KUSTOMIZE) deploy/overlays/scheduler-only; } > $(DIST)/grove-scheduler.yaml
+	{ echo "# Grove $(VERSION): grove-operator (make release, from deploy/release/operator)"; \
+	  $(KUSTOMIZE) deploy/release/operator; } > $(DIST)/grove-operator.yaml
+	@ls -l $(DIST)/grove-crds.yaml $(DIST)/grove-scheduler.yaml $(DIST)/grove-operator.yaml
 
 demo: $(STAMP) kubectl
 	$(BIN)/python examples/demo.py $(ARGS)

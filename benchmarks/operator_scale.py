@@ -373,6 +373,16 @@ def write_reports(report: dict[str, Any], json_path: Path) -> None:
     json_path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
+def report_header(module: str, argv: list[str] | None) -> dict[str, Any]:
+    """The command that produced a result file, when, and on what machine."""
+    return {
+        "command": f"python -m {module} " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print per-run numbers and medians, write the result files."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -404,10 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         current.append(result)
         print(_line(f"run {i + 1}", result), flush=True)
     report: dict[str, Any] = {
-        "command": "python -m benchmarks.operator_scale " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        **report_header("benchmarks.operator_scale", argv),
         "replicas": args.replicas,
         "nodes": args.nodes,
         "runs": args.runs,

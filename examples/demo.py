@@ -2,8 +2,8 @@
 
 Starts `grove-sim` as a separate process (2 blocks x 4 racks x 8 nodes x 8 GPUs), then, when they are installed,
 `grove-operator` and `grove-scheduler` as separate processes too; installs the CRDs, applies a disaggregated
-inference PodCliqueSet, scales it, and prints what happened. `--keep` leaves the cluster running until Ctrl-C so
-you can explore it with kubectl.
+inference PodCliqueSet, scales it, rolls a new image through it, shows a high-priority gang preempting a low one,
+and prints what happened. `--keep` leaves the cluster running until Ctrl-C so you can explore it with kubectl.
 
 It stops everything it started on the way out, whatever ends it: the end of the walkthrough, Ctrl-C, SIGTERM or
 SIGHUP at any step (`make` passes its own SIGTERM on), and even SIGKILL: each program runs in its own process group
@@ -18,12 +18,14 @@ import contextlib
 import ctypes
 import json
 import os
+import queue
 import random
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -260,6 +262,79 @@ def report_gangs(cluster: Cluster, pcs: str) -> None:
             print(f"  required {key.split('/')[-1]} for {scope}: {verdict}")
 
 
+WATCH_FIELDS = (
+    "{.type}|{.object.metadata.name}|{.object.spec.containers[0].image}|{.object.metadata.deletionTimestamp}|"
+    '{.object.status.conditions[?(@.type=="Ready")].status}{"\\n"}'
+)
+
+
+def watch_pods(cluster: Cluster, pcs: str, lines: queue.Queue[str]) -> subprocess.Popen[str]:
+    """`kubectl get pods --watch` of the PodCliqueSet's pods, one line per event into `lines` (from a thread)."""
+    proc = subprocess.Popen(
+        ["kubectl", "get", "pods", "-l", f"app.kubernetes.io/part-of={pcs}", "--watch-only", "--output-watch-events",
+         "-o", f"jsonpath={WATCH_FIELDS}"],
+        env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    stream = proc.stdout
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return proc
+
+
+def rolling_update(cluster: Cluster, pcs: str = "llm", timeout: float = 60.0) -> None:
+    """Roll a new engine image through the PodCliqueSet and print, in order, every pod taken down, created and
+    Ready again, as `kubectl get pods --watch` sees them.
+
+    The decode instances are multi-node gangs (a leader and four workers in a scaling group): each is recreated
+    whole, one at a time; prefill pods go one at a time; one PodCliqueSet replica after the other."""
+    patch = [
+        {"op": "replace", "path": f"/spec/template/cliques/{i}/spec/podSpec/containers/0/image",
+         "value": "registry.example.com/llm-engine:1.1"}
+        for i in (1, 2, 3)
+    ]  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    watcher = watch_pods(cluster, pcs, lines)
+    time.sleep(0.5)  # let the watch start before the change it is to show
+    # The patch goes on stdin: its JSON-pointer paths printed on the command line would read like file paths.
+    cluster.kubectl("patch", f"pcs/{pcs}", "--type", "json", "--patch-file", "/dev/stdin", stdin=json.dumps(patch))
+    start, ready, going, replaced = time.monotonic(), set(), set(), 0
+    try:
+        while time.monotonic() - start < timeout:
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    kind, name, image, deleting, is_ready = lines.get(timeout=0.3).rstrip("\n").split("|")
+                    tag, stamp = image.rpartition(":")[2], f"{time.monotonic() - start:5.1f}s"
+                    if deleting and name not in going:
+                        going.add(name)
+                        replaced += 1
+                        print(f"  {stamp}  down     {name:<32} engine {tag}")
+                    elif kind == "ADDED" and not deleting:
+                        print(f"  {stamp}  created  {name:<32} engine {tag}")
+                    elif is_ready == "True" and name not in ready and not deleting:
+                        ready.add(name)
+                        print(f"  {stamp}  Ready    {name:<32} engine {tag}")
+            progress = get_json(cluster, "pcs", pcs).get("status", {}).get("updateProgress", {})
+            if progress.get("updateEndedAt") and progress.get("updateStartedAt"):
+                print(f"rolling update done in {time.monotonic() - start:.1f} s: {replaced} pods replaced")
+                break
+        else:
+            print(f"(the rolling update was still going after {timeout:.0f} s)")
+    finally:
+        watcher.terminate()
+        watcher.wait()
+    cluster.kubectl("get", "pcs,pcsg")
+    print(f"Events of pcs/{pcs} about the update:")
+    events = get_json(cluster, "events", "--field-selector", f"involvedObject.name={pcs}")["items"]
+    for event in sorted(events, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"])):
+        if event["reason"] in ("RollingUpdateStarted", "UpdatingReplica", "ReplicaUpdated", "RollingUpdateCompleted"):
+            print(f"  {event['reason']:<22} {event['message']}")
+
+
 def report_solve_time(metrics_port: int) -> None:
     """Median-free summary from the scheduler's own Prometheus metrics: gangs placed and mean solve time."""
     try:
@@ -373,8 +448,13 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
     cluster.kubectl("get", "pcs,pcsg")
     report_gangs(cluster, "llm")
 
+    step("Rolling update: a new engine image, decode gangs recreated whole, one thing down at a time")
+    rolling_update(cluster)
+
     step("Startup order: the cache first, then prefill and decode, then the router (examples/startup-order.yaml)")
     startup_order(cluster)
+
+    preemption(cluster)
 
     step("What the scheduler measured")
     report_solve_time(metrics_port)
@@ -392,6 +472,65 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
         signal.pause()
     else:
         step("Explore it yourself: make demo ARGS=--keep keeps the cluster running until Ctrl-C")
+
+
+def free_nodes(cluster: Cluster, count: int) -> list[str]:
+    """The last `count` nodes that run no pod at all."""
+    used = {p["spec"].get("nodeName") for p in get_json(cluster, "pods", "-A")["items"]}
+    names = sorted(n["metadata"]["name"] for n in get_json(cluster, "nodes")["items"])
+    return [name for name in names if name not in used][-count:]
+
+
+def gpu_pcs(name: str, priority_class: str, replicas: int, nodes: Sequence[str]) -> dict[str, Any]:
+    """A PodCliqueSet whose every replica is a gang of two 8-GPU pods, kept to `nodes` by node affinity."""
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}
+    pod_spec = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}},
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.example.com/worker:1",
+                "resources": {"requests": {"nvidia.com/gpu": "8", "cpu": "4"}, "limits": {"nvidia.com/gpu": "8"}},
+            }
+        ],
+    }
+    clique = {"name": "w", "spec": {"roleName": "worker", "replicas": 2, "podSpec": pod_spec}}
+    return {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodCliqueSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "template": {"priorityClassName": priority_class, "cliques": [clique]}},
+    }
+
+
+def preemption(cluster: Cluster) -> None:
+    """Two low-priority batch gangs fill four nodes; a high-priority gang preempts one of them, whole."""
+    step("Preemption: two batch gangs (priority 10) fill four nodes; a serving gang (priority 1000) needs two")
+    nodes = free_nodes(cluster, 4)
+    classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        for name, value in (("batch", 10), ("serving", 1000))
+    ]
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([*classes, gpu_pcs("batch", "batch", 2, nodes)]))
+    wait_for_bound_pods(cluster, "batch", 4)
+    cluster.kubectl("get", "pods", "-l", "app.kubernetes.io/part-of=batch", "-o", "wide")
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(gpu_pcs("serving", "serving", 1, nodes)))
+    wait_for_bound_pods(cluster, "serving", 2)
+    cluster.kubectl("get", "pods", "-l", "app.kubernetes.io/part-of in (batch,serving)", "-o", "wide")
+    events = get_json(cluster, "events")["items"]
+    for event in events:
+        if event.get("reason") == "Preempting" and event["involvedObject"].get("kind") == "PodGang":
+            print(f"{event['involvedObject']['name']}: {event['message']}")
+    victims = sorted(
+        {e["involvedObject"]["name"] for e in events if e.get("reason") == "Preempted"
+         and e["involvedObject"].get("kind") == "PodGang"}
+    )  # fmt: skip
+    print(f"victim gang(s), evicted whole: {', '.join(victims) or '-'}; their recreated pods wait, saying why:")
+    pods = get_json(cluster, "pods", "-l", "app.kubernetes.io/part-of=batch")["items"]
+    for pod in pods:
+        for cond in pod.get("status", {}).get("conditions", []):
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                print(f"  {pod['metadata']['name']}: {cond.get('reason')}: {cond.get('message')}")
 
 
 def admission_webhooks(cluster: Cluster) -> None:

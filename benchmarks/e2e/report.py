@@ -29,6 +29,10 @@ __all__ = ["markdown", "median_row", "table", "write"]
 Result = Mapping[str, Any]
 COLUMNS: tuple[tuple[str, Callable[[Result], float | None]], ...] = (
     ("pods_per_s", lambda r: r["numbers"]["pods_per_s"]),
+    ("offered_pods_per_s", lambda r: r["numbers"].get("offered_pods_per_s")),
+    ("writes_per_pod", lambda r: (r["numbers"].get("writes_per_bound_pod") or {}).get("scheduler_part")),
+    ("writes_all_per_pod", lambda r: (r["numbers"].get("writes_per_bound_pod") or {}).get("all")),
+    ("cpu_ms_per_pod", lambda r: _cpu_total(r)),
     ("burst_s", lambda r: r["numbers"]["burst_s"]),
     ("gang_p50_ms", lambda r: r["numbers"]["gang_latency_ms"]["p50"]),
     ("gang_p99_ms", lambda r: r["numbers"]["gang_latency_ms"]["p99"]),
@@ -42,6 +46,13 @@ COLUMNS: tuple[tuple[str, Callable[[Result], float | None]], ...] = (
     ("operator_peak_mib", lambda r: r["numbers"]["memory_mib"]["operator"]["peak"]),
     ("sim_peak_mib", lambda r: r["numbers"]["memory_mib"]["sim"]["peak"]),
 )
+
+
+def _cpu_total(result: Result) -> float | None:
+    """CPU milliseconds per bound pod over grove-sim, the operator and the scheduler."""
+    per = result["numbers"].get("cpu_ms_per_bound_pod") or {}
+    parts = [per.get(name) for name in ("sim", "operator", "scheduler")]
+    return None if any(p is None for p in parts) else round(sum(p for p in parts if p is not None), 2)
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -66,11 +77,12 @@ def table(by_scenario: Mapping[str, Sequence[Result]]) -> str:
     """One Markdown row per run (and a median row per scenario with several runs)."""
     low, high = KUBE_SCHEDULER_TAS_PODS_PER_S
     lines = [
-        "| scenario | run | pods bound | burst s | pods/s | vs kube-scheduler TAS "
+        "| scenario | run | pods bound | burst s | pods/s | offered pods/s | vs kube-scheduler TAS "
         f"({low:.0f}-{high:.0f} pods/s) | gang latency p50 / p99 ms | create→bound p50 / p99 ms "
         "| create→ready p50 ms | solve share "
-        "| mean solve ms | scheduler's gang p50 ms | RSS peak MiB sched / operator / sim | verified |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| mean solve ms | scheduler's gang p50 ms | API writes per bound pod: scheduler's part / all "
+        "| CPU ms per bound pod (3 programs) | RSS peak MiB sched / operator / sim | verified |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, results in by_scenario.items():
         labels = [str(i + 1) for i in range(len(results))] + (["median"] if len(results) > 1 else [])
@@ -84,15 +96,27 @@ def table(by_scenario: Mapping[str, Sequence[Result]]) -> str:
             ok = all(r["verify"]["ok"] for r in picked)
             pods = f"{first['numbers']['pods_bound']}/{first['scenario']['expected_pods']}" if label != "median" else ""
             lines.append(
-                f"| {name} | {label} | {pods} | {_f(row['burst_s'], 1)} | **{_f(rate, 1)}** | {ratio} "
+                f"| {name} | {label} | {pods} | {_f(row['burst_s'], 1)} | **{_f(rate, 1)}**{_kind(picked)} "
+                f"| {_f(row['offered_pods_per_s'], 1)} | {ratio} "
                 f"| {_f(row['gang_p50_ms'])} / {_f(row['gang_p99_ms'])} "
                 f"| {_f(row['create_p50_ms'])} / {_f(row['create_p99_ms'])} | {_f(row['ready_p50_ms'])} "
                 f"| {_f(None if row['solve_share'] is None else 100 * row['solve_share'], 1)}% "
                 f"| {_f(row['solve_ms_mean'], 1)} | {_f(row['sched_gang_p50_ms'])} "
+                f"| {_f(row['writes_per_pod'], 2)} / {_f(row['writes_all_per_pod'], 2)} "
+                f"| {_f(row['cpu_ms_per_pod'], 2)} "
                 f"| {_f(row['scheduler_peak_mib'])} / {_f(row['operator_peak_mib'])} / {_f(row['sim_peak_mib'])} "
                 f"| {'yes' if ok else 'NO'} |"
             )
     return "\n".join(lines)
+
+
+def _kind(results: Sequence[Result]) -> str:
+    """ " (capacity)" when the offered load exceeded what the pipeline took in every run, " (arrival)" when the
+    arrival rate bounded the figure."""
+    flags = [r["numbers"].get("capacity") for r in results]
+    if all(flags):
+        return " (capacity)"
+    return " (arrival)" if not any(flags) else ""
 
 
 def _findings(by_scenario: Mapping[str, Sequence[Result]]) -> list[str]:
@@ -117,6 +141,15 @@ def _findings(by_scenario: Mapping[str, Sequence[Result]]) -> list[str]:
                 f"{name} (run 1): CPU used during the {first['cpu_wall_s']:.0f} s run: {spent} "
                 f"({os.cpu_count()} CPUs available)."
             )
+        per_pod = first.get("cpu_ms_per_bound_pod") or {}
+        if per_pod:
+            shown = ", ".join(f"{who} {ms:.2f}" for who, ms in per_pod.items() if ms is not None)
+            out.append(f"{name} (run 1): CPU ms per bound pod: {shown}.")
+        writes = first.get("writes") or {}
+        if writes:
+            bound = max(first["pods_bound"], 1)
+            shown = ", ".join(f"{what} {n} ({n / bound:.2f}/pod)" for what, n in writes.items())
+            out.append(f"{name} (run 1): API writes seen by watches, by what and writer: {shown}.")
         tail = first.get("pods_per_s_after_last_ungate")
         if tail is not None:
             out.append(f"{name} (run 1): {tail:.1f} pods/s after the operator had lifted every gate (scheduler alone).")
@@ -132,7 +165,14 @@ def _findings(by_scenario: Mapping[str, Sequence[Result]]) -> list[str]:
 
 DEFINITIONS = (
     "Pods/s: workload pods bound / (last bind - first bind), as scheduler_perf's SchedulingThroughput; the "
-    "per-second timeline is in results.json. Everything runs as separate processes (grove-sim, grove-operator, "
+    "per-second timeline is in results.json. It is the pipeline's capacity, marked (capacity), when the offered "
+    "load (PodCliqueSets created per second x pods each, over the create phase) was at least 1.5 times it; "
+    "otherwise (arrival) the creation rate bounded it. API writes per bound pod: every write that changed an "
+    "object in the benchmark namespace, seen by one watch per resource and classified by diff "
+    "(`benchmarks/e2e/writes.py`); the scheduler's part is binds + kubelet status writes + the scheduler's "
+    "Events and PodGang status writes (the floor is 2: a bind and a status write). CPU ms per bound pod: CPU "
+    "seconds of grove-sim, operator and scheduler during the run / pods bound. "
+    "Everything runs as separate processes (grove-sim, grove-operator, "
     "grove-scheduler, and this benchmark creating PodCliqueSets and watching pods) on the same machine, so this is "
     "the pipeline's throughput (operator pod creation and gate removal included), not the scheduler's alone. "
     "Gang latency: per PodGang, from the moment every PodGroup had `minReplicas` pods without the "

@@ -26,6 +26,7 @@ from benchmarks.e2e import analysis, procs
 from benchmarks.e2e.observer import PodWatcher, watching
 from benchmarks.e2e.scenarios import Scenario, pcs_body, topology_body
 from benchmarks.e2e.verify import verify
+from benchmarks.e2e.writes import WriteCounter, counting_writes, per_bound_pod
 from benchmarks.sim_throughput_proc import SimProcess, profile_hotspots
 from grove_runtime import errors
 from grove_runtime.client import KubeClient
@@ -182,7 +183,7 @@ async def _measure(scenario: Scenario, sim: SimProcess, logdir: Path, progress: 
         for child in children:
             await asyncio.to_thread(child.wait_ready)
         operator, scheduler = children
-        async with watching(client, NAMESPACE) as watcher:
+        async with watching(client, NAMESPACE) as watcher, counting_writes(client, NAMESPACE) as counter:
             before = await asyncio.to_thread(scheduler.metrics)
             pids = {"sim": sim.pid, "operator": operator.pid, "scheduler": scheduler.pid}
             cpu_before = {name: procs.cpu_seconds(pid) for name, pid in pids.items()}
@@ -203,6 +204,7 @@ async def _measure(scenario: Scenario, sim: SimProcess, logdir: Path, progress: 
             cpu["benchmark"] = time.process_time() - cpu_before["benchmark"]
             await asyncio.sleep(0.5)  # the scheduler observes its gang latency after the bind calls return
             after = await asyncio.to_thread(scheduler.metrics)
+            writes = await _quiet(counter)
             memory = {
                 "sim": procs.memory_mib(sim.pid),
                 "operator": operator.memory(),
@@ -231,6 +233,18 @@ async def _measure(scenario: Scenario, sim: SimProcess, logdir: Path, progress: 
     numbers["cpu_s"] = {name: round(value, 2) for name, value in cpu.items()}
     numbers["cpu_wall_s"] = round(wall, 2)
     numbers["background_pods"] = len(background)
+    moments = sorted(created.values())
+    span = moments[-1] - moments[0] if len(moments) > 1 else 0.0
+    offered = (len(moments) - 1) * scenario.pods_per_pcs / span if span > 0 else None
+    numbers["offered_pods_per_s"] = offered
+    rate = numbers["pods_per_s"]
+    numbers["capacity"] = bool(rate and (offered is None or offered >= 1.5 * rate))
+    numbers["cpu_ms_per_bound_pod"] = {
+        name: round(1000 * value / numbers["pods_bound"], 2) if numbers["pods_bound"] else None
+        for name, value in cpu.items()
+    }
+    numbers["writes"] = writes
+    numbers["writes_per_bound_pod"] = per_bound_pod(writes, numbers["pods_bound"])
     numbers["watch_errors"] = watch_errors
     hotspots = {name: profile_hotspots(path) for name, path in profiles.items() if path.exists()}
     return {
@@ -239,6 +253,22 @@ async def _measure(scenario: Scenario, sim: SimProcess, logdir: Path, progress: 
         "timeline": _timeline(pod_times, created, start),
         "profile": hotspots,
     }
+
+
+async def _quiet(counter: WriteCounter, quiet: float = 1.5, limit: float = 15.0) -> dict[str, int]:
+    """The write counts once no write was seen for `quiet` seconds (status writes that wait for a gang to settle
+    come after its binds), or after `limit` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    seen, since = -1, loop.time()
+    while loop.time() < deadline:
+        total = sum(counter.counts.values())
+        if total != seen:
+            seen, since = total, loop.time()
+        elif loop.time() - since >= quiet:
+            break
+        await asyncio.sleep(0.1)
+    return counter.snapshot()
 
 
 def _timeline(pods: Mapping[str, Any], created: Mapping[str, float], start: float) -> dict[str, list[float]]:

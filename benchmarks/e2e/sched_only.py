@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shlex
 import statistics
 import sys
 import tempfile
@@ -184,7 +186,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for every bind")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="run the scheduler under cProfile (event-loop thread)")
-    parser.add_argument("--json", type=Path, help="write every run's numbers to this file")
+    parser.add_argument("--json", type=Path, help="write the command and every run's numbers to this file")
     return parser
 
 
@@ -206,9 +208,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             own, cumulative = row["tottime_s"], row["cumtime_s"]
             print(f"    {own:8.2f} s own {cumulative:8.2f} s cum  {row['function']}", file=sys.stderr)
     rates = [r["pods_per_s"] for r in results]
-    print(f"median {statistics.median(rates)} pods/s over {len(rates)} run(s): {rates}")
+    median = statistics.median(rates)
+    print(f"median {median} pods/s over {len(rates)} run(s): {rates}")
     if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=2))
+        shown = shlex.join(["python", "-m", "benchmarks.e2e.sched_only", *(sys.argv[1:] if argv is None else argv)])
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        summary = {"command": shown, "created": when, "cpus": os.cpu_count(), "median_pods_per_s": median}
+        runs = [{k: v for k, v in r.items() if k != "logs"} for r in results]  # temporary folders of this machine
+        args.json.write_text(json.dumps({**summary, "runs": runs}, indent=2))
     return 0
 
 

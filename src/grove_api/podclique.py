@@ -15,6 +15,7 @@ from grove_api.common import AutoScalingConfig, LastError
 
 __all__ = [
     "CONDITION_MIN_AVAILABLE_BREACHED",
+    "CONDITION_PODCLIQUE_AVAILABLE",
     "CONDITION_PODCLIQUE_SCHEDULED",
     "PodClique",
     "PodCliqueSpec",
@@ -25,6 +26,10 @@ __all__ = [
 
 CONDITION_PODCLIQUE_SCHEDULED = "PodCliqueScheduled"
 CONDITION_MIN_AVAILABLE_BREACHED = "MinAvailableBreached"
+CONDITION_PODCLIQUE_AVAILABLE = "PodCliqueAvailable"
+"""Grove's own addition (upstream has no such condition): True while `readyReplicas >= minAvailable`; False with
+reason `NotYetAvailable` until that has held once since the PodClique was created. Gang termination reads it to
+leave never-available PodCliques alone."""
 
 
 class PodCliqueSpec(GroveModel):

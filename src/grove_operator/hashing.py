@@ -16,7 +16,7 @@ from typing import Any
 
 from grove_api import PodCliqueSetTemplateSpec, PodCliqueTemplateSpec
 
-__all__ = ["fnv64a", "generation_hash", "pod_template_hash", "safe_encode"]
+__all__ = ["clique_hashes", "fnv64a", "generation_hash", "pod_template_hash", "safe_encode"]
 
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -74,3 +74,8 @@ def pod_template_hash(clique: PodCliqueTemplateSpec, priority_class_name: str | 
 def generation_hash(template: PodCliqueSetTemplateSpec) -> str:
     """The PodCliqueSet `currentGenerationHash`: one hash over every clique's pod template, in template order."""
     return _hash_documents(_template_document(c, template.priority_class_name) for c in template.cliques)
+
+
+def clique_hashes(template: PodCliqueSetTemplateSpec) -> dict[str, str]:
+    """Every clique's pod-template hash, by clique name: what its PodCliques and pods carry when up to date."""
+    return {c.name: pod_template_hash(c, template.priority_class_name) for c in template.cliques}

@@ -9,14 +9,20 @@ builder calls (For / Owns / Watches with map functions and predicates), followin
   status-only changes batched over `child_batch_period`, stretched to `owner_batch_scale` times the last
   reconcile's duration, because one reconcile re-derives the whole hierarchy);
   Owns PodGang (delete or generation change, batched: hand edits are reverted); Owns the SA-token Secret (token
-  filled in);
+  filled in); Watches scaling-group member PodCliques (created, deleted or conditions moved, batched) → their PCS,
+  whose PodGangs reference their pods and whose gang termination reads their breaches;
   Watches ClusterTopologyBinding → the PCSs referencing it. It does not watch pods.
 * podclique (10): For PodClique (create/delete, generation/labels change); Watches Pods → their PodClique
   (create/delete, status, gates, node or deletion change; batched like the PCS's child events, so the pods of a
   PodClique moving together cost one reconcile and one status write); Watches PodGang → the PodCliques of its PodGroups;
-  Watches PodClique status → the scaled-gang PodCliques waiting for that base gang to be scheduled.
+  Watches PodClique status → the scaled-gang PodCliques waiting for that base gang to be scheduled; Watches PCS
+  (rolling update moved: `status.updateProgress`, `currentGenerationHash`, `spec.updateStrategy`) → its standalone
+  PodCliques, and (`currentGenerationHash` moved) → its scaling-group members; Watches PodClique and PCSG status
+  (batched) → the other standalone PodCliques of the same PCS replica while a rolling update works on it (the lane:
+  one unit settling is what the next waits for).
 * podcliquescalinggroup (5): For PCSG (create/delete, generation change); Owns PodClique (spec at once, status batched);
-  Watches PCS (generation change) → its PCSGs.
+  Watches PCS (generation change, rolling update moved) → its PCSGs; Watches PodClique and PCSG status (batched) →
+  the other PCSGs of the same PCS replica while a rolling update works on it.
 * podgang (5): For PodGang (create/delete, generation change).
 * podgangset (5, the first API `grove.dynamo.ai/v1`): For PodGangSet (create/delete, generation change); Owns Pods
   (status, gates, node or deletion change, batched) and its PodGang (spec or status change, batched: the
@@ -31,7 +37,7 @@ with only the fields the operator reads (`grove_operator.podcache`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +71,7 @@ from grove_operator.podgang.reconciler import PodGangReconciler
 from grove_operator.podgangset.podclique import DynamoPodCliqueReconciler
 from grove_operator.podgangset.reconciler import PodGangSetReconciler
 from grove_operator.reconcile.context import Deps
+from grove_operator.scalinggroup.members import MemberDeletionObserver
 from grove_operator.scalinggroup.reconciler import ScalingGroupReconciler
 from grove_operator.webhooks.setup import build_webhooks
 from grove_runtime.cache import Cache
@@ -148,6 +155,29 @@ POD_LABELS_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _LA
 TOKEN_FILLED: Predicate = predicate(update=lambda o, n: _changed(o, n, ("data", "token")), create=lambda _o: False)
 """The token controller populated the SA-token Secret."""
 
+_ROLLOUT = (
+    ("status", "updateProgress", "currentlyUpdating"),
+    ("status", "updateProgress", "updateStartedAt"),
+    ("status", "updateProgress", "updateEndedAt"),
+    ("status", "currentGenerationHash"),
+    ("spec", "updateStrategy"),
+)
+
+ROLLOUT_CHANGED: Predicate = predicate(
+    create=lambda _o: False, update=lambda o, n: _changed(o, n, *_ROLLOUT), delete=lambda _o: False
+)
+"""A PodCliqueSet's rolling update moved (started, next replica, ended) or its strategy changed."""
+
+GENERATION_HASH_CHANGED: Predicate = predicate(
+    create=lambda _o: False,
+    update=lambda o, n: _changed(o, n, ("status", "currentGenerationHash")),
+    delete=lambda _o: False,
+)
+"""A PodCliqueSet's pod templates changed (once per template change, whatever the strategy)."""
+
+MEMBER_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _DELETION, ("status", "conditions")))
+"""A scaling-group member appears, goes, or its conditions (breach, availability) move."""
+
 SCHEDULED_CHANGED: Predicate = predicate(
     update=lambda o, n: _changed(o, n, ("status", "scheduledReplicas")), create=lambda _o: False
 )
@@ -158,6 +188,14 @@ def _pods_to_podclique(pod: Obj) -> Iterable[ObjectKey]:
     meta = _meta(pod)
     name = (meta.get("labels") or {}).get(glabels.LABEL_PODCLIQUE)
     return (ObjectKey(str(meta.get("namespace") or ""), str(name)),) if name else ()
+
+
+def _member_to_pcs(pclq: Obj) -> Iterable[ObjectKey]:
+    meta = _meta(pclq)
+    labels = meta.get("labels") or {}
+    if not labels.get(glabels.LABEL_PCSG) or not labels.get(glabels.LABEL_PART_OF):
+        return ()
+    return (ObjectKey(str(meta.get("namespace") or ""), str(labels[glabels.LABEL_PART_OF])),)
 
 
 def _podgang_to_podcliques(gang: Obj) -> Iterable[ObjectKey]:
@@ -252,6 +290,7 @@ def build(
     recorder = EventRecorder(client, "grove-operator", clock=clock)
     expectations: Expectations[ObjectKey] = Expectations(timeout=config.expectations_timeout, clock=clock)
     pod_inf.add_handler(PodExpectationsObserver(expectations))
+    pclq_inf.add_handler(MemberDeletionObserver(expectations))
     deps = Deps(client, cache, recorder, config, expectations, clock, ParseMemo())
 
     def controller(name: str, reconciler: Any, workers: int) -> Controller:
@@ -271,12 +310,35 @@ def build(
     # PodGang spec changes are mostly the PCS's own pod-reference writes: batched like child status.
     pcs.watch(gang_inf, enqueue_owner(GROUP, "PodCliqueSet"), CHILD_CHANGED, batch_period=batch, batch_scale=scale)
     pcs.watch(secret_inf, enqueue_owner(GROUP, "PodCliqueSet"), TOKEN_FILLED)
+    # Scaling-group members come and go by their group (a recreated replica), and the PodGangs must follow them;
+    # their conditions decide gang termination of the whole PCS replica.
+    pcs.watch(pclq_inf, enqueue_mapped(_member_to_pcs), MEMBER_CHANGED, batch_period=batch, batch_scale=scale)
 
     def topology_to_pcs(ct: Obj) -> Iterable[ObjectKey]:
         name = str(_meta(ct).get("name") or "")
         return [ObjectKey.of(o) for o in cache.list(PODCLIQUESETS) if _references_topology(o, name)]
 
     pcs.watch(topo_inf, enqueue_mapped(topology_to_pcs))
+
+    def lane(obj: Obj, rt: Any, component: str | None) -> list[ObjectKey]:
+        """While a rolling update works on the object's PCS replica, the other units of that replica's lane (of
+        kind `rt`): one unit settling is what the next one waits for."""
+        meta = _meta(obj)
+        labels = meta.get("labels") or {}
+        pcs_name, replica = labels.get(glabels.LABEL_PART_OF), labels.get(glabels.LABEL_PCS_REPLICA_INDEX)
+        namespace = str(meta.get("namespace") or "")
+        owner = cache.get(PODCLIQUESETS, ObjectKey(namespace, str(pcs_name))) if pcs_name and replica else None
+        progress = ((owner or {}).get("status") or {}).get("updateProgress") or {}
+        current = progress.get("currentlyUpdating") or ()
+        if progress.get("updateEndedAt") or not current or str(current[0].get("replicaIndex")) != replica:
+            return []
+        return [
+            ObjectKey.of(o)
+            for o in cache.by_index(rt, INDEX_PART_OF, f"{namespace}/{pcs_name}")
+            if (_meta(o).get("labels") or {}).get(glabels.LABEL_PCS_REPLICA_INDEX) == replica
+            and (component is None or (_meta(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == component)
+            and _meta(o).get("name") != meta.get("name")
+        ]
 
     pclq = controller(
         "podclique",
@@ -297,6 +359,29 @@ def build(
 
     pclq.watch(pclq_inf, enqueue_mapped(waiting_on_base), SCHEDULED_CHANGED)
 
+    def pcs_to_pclqs(standalone: bool) -> Callable[[Obj], Iterable[ObjectKey]]:
+        """The PCS's standalone PodCliques (`standalone`) or its scaling-group members."""
+
+        def mapped(obj: Obj) -> Iterable[ObjectKey]:
+            meta = _meta(obj)
+            key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+            return [
+                ObjectKey.of(o)
+                for o in cache.by_index(PODCLIQUES, INDEX_PART_OF, key)
+                if ((_meta(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == glabels.COMPONENT_PCS_PODCLIQUE)
+                == standalone
+            ]
+
+        return mapped
+
+    pclq.watch(pcs_inf, enqueue_mapped(pcs_to_pclqs(standalone=True)), ROLLOUT_CHANGED)
+    # A rolling update recreates scaling-group members rather than patching them, so nothing else tells a member
+    # of a replica not yet updated that its pods no longer run the newest template (its `updatedReplicas`).
+    pclq.watch(pcs_inf, enqueue_mapped(pcs_to_pclqs(standalone=False)), GENERATION_HASH_CHANGED)
+    to_pclqs = enqueue_mapped(lambda o: lane(o, PODCLIQUES, glabels.COMPONENT_PCS_PODCLIQUE))
+    for unit_inf in (pclq_inf, pcsg_inf):
+        pclq.watch(unit_inf, to_pclqs, STATUS_ONLY, batch_period=batch)
+
     pcsg = controller(
         "podcliquescalinggroup",
         ScalingGroupReconciler(deps),
@@ -312,6 +397,10 @@ def build(
         return [ObjectKey.of(o) for o in cache.by_index(PODCLIQUESCALINGGROUPS, INDEX_PART_OF, key)]
 
     pcsg.watch(pcs_inf, enqueue_mapped(pcs_to_pcsgs), GENERATION_OR_DELETION)
+    pcsg.watch(pcs_inf, enqueue_mapped(pcs_to_pcsgs), ROLLOUT_CHANGED)
+    to_pcsgs = enqueue_mapped(lambda o: lane(o, PODCLIQUESCALINGGROUPS, None))
+    for unit_inf in (pclq_inf, pcsg_inf):
+        pcsg.watch(unit_inf, to_pcsgs, STATUS_ONLY, batch_period=batch)
 
     gang = controller("podgang", PodGangReconciler(deps), config.podgang_workers)
     gang.watch(gang_inf, enqueue_self(), GENERATION_OR_DELETION)

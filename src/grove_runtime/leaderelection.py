@@ -46,8 +46,10 @@ class LeadershipLost(Exception):
 
 
 def default_identity() -> str:
-    """A candidate's identity unless configured: host name and process id, unique among running candidates."""
-    return f"{socket.gethostname()}-{os.getpid()}"
+    """A candidate's identity unless configured: ``$HOSTNAME`` (a pod's name, as the kubelet sets it; the
+    machine's host name otherwise, as controller-runtime does) and the process id, so a Lease names the pod that
+    holds it and stays unique among candidates on one host."""
+    return f"{os.environ.get('HOSTNAME') or socket.gethostname()}-{os.getpid()}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,11 @@ Package map (one concept per module):
 * `cache`: capacity view with the assume / forget / confirm state machine, set-aside nodes, per-cycle snapshots;
 * `queue`: the active / backoff / unschedulable rooms, chosen by a cycle's status code;
 * `scheduler`: the serial scheduling cycle and the concurrent binding cycles;
-* `postfilter`: the step after an Unschedulable placement, where preemption will live (a no-op by default);
+* `postfilter`: the step after an Unschedulable placement (its protocol, and a no-op);
+* `preemption`: the post-filter that preempts lower-priority whole gangs and holds the freed capacity;
 * `binder`: bounded concurrent binds with all-or-rollback on the minimum;
 * `recovery`: completes or rolls back gangs left partially bound by a killed scheduler;
-* `podgang_status`, `events`, `metrics`: what the scheduler publishes;
+* `podgang_status`, `pod_status`, `events`, `metrics`: what the scheduler publishes;
 * `handlers`: informer events → cache updates and queue moves;
 * `app`, `config`, `cli`: wiring, configuration and the `grove-scheduler` command.
 """

@@ -2,8 +2,9 @@
 
 Why: the CLI, the end-to-end tests and the demo all need "a scheduler against this API server"; building it here
 once keeps them identical. Lifecycle (owned by the runtime `Manager`): health/metrics server → informers for
-pods, nodes, PodGangs and PriorityClasses (synced; their events already fill the queue) → leader election on the
-Lease → recovery of partially bound gangs → the scheduling loop and the PodGang status controller.
+pods, nodes, PodGangs, PriorityClasses and ClusterTopologyBindings (synced; their events already fill the
+queue) → leader election on the Lease → recovery of partially bound gangs → the scheduling loop and the PodGang
+status controller.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from grove_runtime.cache import Cache
-from grove_runtime.client import Client
+from grove_runtime.client import Client, KubeClient
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.controller import Controller
 from grove_runtime.events import EventRecorder
@@ -27,14 +28,17 @@ from grove_sched.cache import SchedulerCache
 from grove_sched.config import SchedulerConfig
 from grove_sched.events import GangEvents
 from grove_sched.gangs import GangKey
-from grove_sched.handlers import NodeEvents, PodEvents, PodGangEvents, PriorityClassEvents
+from grove_sched.handlers import NodeEvents, PodEvents, PodGangEvents, PriorityClassEvents, TopologyEvents
 from grove_sched.metrics import SchedulerMetrics
+from grove_sched.pod_status import PodStatusWriter
 from grove_sched.podgang_status import PODGANGS, PodGangStatusReconciler, StatusBook
 from grove_sched.postfilter import PostFilter
+from grove_sched.preemption import DeleteVictims, EvictVictims, PreemptionOptions, Preemptor, VictimRemover
 from grove_sched.queue import SchedulingQueue
 from grove_sched.recovery import RecoveryReport, recover
 from grove_sched.scheduler import Scheduler
 from grove_sched.source import GANG_INDEX, GangSource, gang_index
+from grove_sched.topology import CLUSTERTOPOLOGYBINDINGS
 
 __all__ = ["SchedulerApp", "SchedulingRunnable", "build"]
 
@@ -66,10 +70,16 @@ class SchedulerApp:
 
 
 def build(
-    config: SchedulerConfig, client: Client, *, clock: Clock | None = None, post_filter: PostFilter | None = None
+    config: SchedulerConfig,
+    client: Client,
+    *,
+    clock: Clock | None = None,
+    post_filter: PostFilter | None = None,
+    victim_remover: VictimRemover | None = None,
 ) -> SchedulerApp:
     """Assemble a scheduler process against `client` (`post_filter`: what runs after an Unschedulable placement;
-    by default nothing)."""
+    by default preemption, unless `config.preemption` is off; `victim_remover`: how it removes victims, by default
+    as `config.preemption_eviction` says)."""
     clock = clock or LoopClock()
     registry = CollectorRegistry()
     informers = Cache(client, clock=clock)
@@ -77,6 +87,7 @@ def build(
     nodes = informers.informer(NODES)
     podgangs = informers.informer(PODGANGS)
     priorityclasses = informers.informer(PRIORITYCLASSES)
+    topologies = informers.informer(CLUSTERTOPOLOGYBINDINGS)
     informers.add_index(PODS, GANG_INDEX, gang_index)
     metrics = SchedulerMetrics(registry)
     recorder = EventRecorder(client, config.scheduler_name, clock=clock)
@@ -84,10 +95,17 @@ def build(
     elector = config.lease.elector(client, clock) if config.leader_elect else None
     leading = elector.leading if elector is not None else unfenced
     source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_name)
+    events = GangEvents(recorder)
+    pod_status = PodStatusWriter(client, clock)
+    preemptor: Preemptor | None = None
+    if post_filter is None and config.preemption:
+        remover = victim_remover or _remover(config, client)
+        options = PreemptionOptions(placement=config.placement)
+        post_filter = preemptor = Preemptor(source, remover, events, pod_status, metrics, options=options, clock=clock)
     scheduler = Scheduler(
         source,
         Binder(client, config.bind_concurrency, leading),
-        GangEvents(recorder),
+        events,
         queue=SchedulingQueue(
             clock=clock,
             initial_backoff=config.initial_backoff,
@@ -100,6 +118,7 @@ def build(
         clock=clock,
         inline_solve_limit=config.inline_solve_limit,
         post_filter=post_filter,
+        pod_status=pod_status,
     )
     reconciler = PodGangStatusReconciler(
         client,
@@ -109,6 +128,7 @@ def build(
         config.scheduler_name,
         clock,
         leading,
+        config.status_settle,
     )
     status = Controller(
         "podgang-status",
@@ -118,10 +138,13 @@ def build(
         metrics=ControllerMetrics("grove_scheduler", registry),
     )
     scheduler.set_status_trigger(status.enqueue)
+    if preemptor is not None:
+        preemptor.on_preempted = scheduler.record_preempted
     pods.add_handler(PodEvents(scheduler, status.enqueue))
     nodes.add_handler(NodeEvents(scheduler))
     podgangs.add_handler(PodGangEvents(scheduler, status.enqueue))
     priorityclasses.add_handler(PriorityClassEvents(scheduler))
+    topologies.add_handler(TopologyEvents(scheduler))
     metrics_address = Address(config.metrics_host, config.metrics_port) if config.metrics_port is not None else None
     manager = Manager(
         client,
@@ -136,3 +159,10 @@ def build(
     manager.add(runnable)
     manager.add(status)
     return SchedulerApp(manager, scheduler, runnable, status, metrics)
+
+
+def _remover(config: SchedulerConfig, client: Client) -> VictimRemover:
+    """Graceful DELETE, or the Eviction API when configured (it needs the raw request of `KubeClient`)."""
+    if config.preemption_eviction == "evict" and isinstance(client, KubeClient):
+        return EvictVictims(client)
+    return DeleteVictims(client)

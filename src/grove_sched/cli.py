@@ -9,6 +9,7 @@ listener address that cannot be bound).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 
@@ -47,8 +48,38 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         default=defaults.inline_solve_limit,
         help="solve on the event loop while solves take at most this many CPU seconds (0: always in a worker thread)",
     )
+    parser.add_argument(
+        "--default-topology-levels",
+        default=",".join(defaults.placement.default_levels),
+        help="node label keys, broadest first, of the topology hierarchy used for gangs whose PodGang names no "
+        "ClusterTopologyBinding the scheduler can use (comma-separated)",
+    )
+    parser.add_argument(
+        "--status-settle",
+        type=float,
+        default=defaults.status_settle,
+        help="seconds a PodGang status that is still moving (no verdict yet, or scheduled but not Running) waits "
+        "before it is written, so one write carries the gang's outcome (0: write every state as it arrives)",
+    )
+    parser.add_argument(
+        "--preemption",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.preemption,
+        help="preempt lower-priority whole gangs for a gang that does not fit",
+    )
+    parser.add_argument(
+        "--preemption-eviction",
+        choices=("delete", "evict"),
+        default=defaults.preemption_eviction,
+        help="remove victims by graceful DELETE or through the Eviction API (honours PodDisruptionBudgets)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
+    if args.status_settle < 0:
+        parser.error("--status-settle: must be >= 0 seconds")
+    levels = tuple(key.strip() for key in args.default_topology_levels.split(",") if key.strip())
+    if len(set(levels)) != len(levels):
+        parser.error("--default-topology-levels: a key appears twice")
     metrics: Address | None = args.metrics
     separate = hasattr(args, "health")
     health: Address | None = args.health if separate else None
@@ -64,7 +95,11 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         lease=cmdline.lease_settings(parser, args),
         bind_concurrency=args.bind_concurrency,
         inline_solve_limit=args.inline_solve_limit,
+        status_settle=args.status_settle,
+        preemption=args.preemption,
+        preemption_eviction=args.preemption_eviction,
         log_level=args.log_level,
+        placement=dataclasses.replace(defaults.placement, default_levels=levels),
     )
 
 

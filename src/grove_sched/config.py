@@ -7,6 +7,7 @@ keeping them together makes the wiring in `grove_sched.app` the only place that 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from grove_runtime.leaderelection import LeaseSettings
 from grove_sched.model import PlacementOptions
@@ -35,6 +36,13 @@ class SchedulerConfig:
     unschedulable_flush: float = 30.0
     assumed_ttl: float = 30.0
     status_workers: int = 4
+    status_settle: float = 1.0
+    """Seconds a PodGang status that is still moving (scheduled, not yet Running) waits before it is written, so
+    that one write carries the gang's outcome (`grove_sched.podgang_status`)."""
     inline_solve_limit: float = 0.02
     log_level: str = "INFO"
     placement: PlacementOptions = field(default_factory=PlacementOptions)
+    preemption: bool = True
+    """Preempt lower-priority whole gangs for an unschedulable gang (kube-scheduler's DefaultPreemption is on)."""
+    preemption_eviction: Literal["delete", "evict"] = "delete"
+    """How victims are removed: graceful DELETE (as kube-scheduler), or the Eviction API (PodDisruptionBudgets)."""

@@ -64,6 +64,10 @@ class AssemblyContext:
     node_label_keys: Collection[str]
     node_labels: Callable[[str], Mapping[str, str] | None]
     priority_of: Callable[[str], int | None] = field(default=lambda _name: None)
+    topology_levels: Callable[[Obj | None, Collection[str]], tuple[str, ...]] = field(default=lambda _pg, _keys: ())
+    """The gang's topology hierarchy from its PodGang and the keys its constraints use (`grove_sched.topology`)."""
+    default_priority: int | None = None
+    """Value of the `globalDefault` PriorityClass, for pods whose priority no class names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +177,8 @@ def topology_keys(podgang: Obj) -> set[str]:
 
 
 def _priority(pods: Sequence[Obj], class_name: str | None, ctx: AssemblyContext) -> int:
-    """PriorityClass value of the gang (its own class, else the pods'), else the pods' resolved `spec.priority`."""
+    """PriorityClass value of the gang (its own class, else the pods'), else the pods' resolved `spec.priority`, else
+    (a priority of 0, what grove-sim's admission leaves) the `globalDefault` class's value."""
     names = [class_name] if class_name else []
     names += [str(p["spec"]["priorityClassName"]) for p in pods if (p.get("spec") or {}).get("priorityClassName")]
     for name in names:
@@ -181,7 +186,7 @@ def _priority(pods: Sequence[Obj], class_name: str | None, ctx: AssemblyContext)
         if value is not None:
             return value
     explicit = [int(p["spec"]["priority"]) for p in pods if (p.get("spec") or {}).get("priority") is not None]
-    return max(explicit, default=0)
+    return max(explicit, default=0) or (ctx.default_priority or 0)
 
 
 def _group(
@@ -221,7 +226,10 @@ def _single(key: GangKey, pod: Obj | None, ctx: AssemblyContext) -> Assembly:
     if pod is None or not is_pending(pod, ctx.scheduler_name):
         return Waiting(key, "pod is gone, bound, gated or not ours")
     group = _group(key.name, [pod], 1, TopologyConstraint(), {})
-    request = GangRequest(key.name, key.namespace, (group,), priority=_priority([pod], None, ctx))
+    levels = ctx.topology_levels(None, ())
+    request = GangRequest(
+        key.name, key.namespace, (group,), priority=_priority([pod], None, ctx), topology_levels=levels
+    )
     return ReadyGang(key, request, MappingProxyType({key.name: pod}), MappingProxyType({}), 1)
 
 
@@ -341,6 +349,7 @@ def _assemble(key: GangKey, podgang: Obj | None, pods: Mapping[str, Obj], ctx: A
         priority=_priority(all_pending, spec.get("priorityClassName"), ctx),
         topology=gang_topo,
         group_configs=configs,
+        topology_levels=ctx.topology_levels(podgang, topology_keys(podgang)),
     )
     by_name = {str(p["metadata"]["name"]): p for p in all_pending}
     bound_by_name = {str(p["metadata"]["name"]): p for n in names for p in bound[n]}

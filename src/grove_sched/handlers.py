@@ -18,7 +18,7 @@ from grove_sched.podspec import is_terminal
 from grove_sched.scheduler import Scheduler
 from grove_sched.source import creation_time
 
-__all__ = ["NodeEvents", "PodEvents", "PodGangEvents", "PriorityClassEvents"]
+__all__ = ["NodeEvents", "PodEvents", "PodGangEvents", "PriorityClassEvents", "TopologyEvents"]
 
 Obj = dict[str, Any]
 StatusEnqueue = Callable[[ObjectKey], None]
@@ -50,9 +50,13 @@ class PodEvents:
             self._status(key)
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        """A changed pod: gates lifted → queue; finished → capacity freed; bound/running → gang status."""
+        """A changed pod: gates lifted → queue; finished → capacity freed; bound/running → gang status. A change of
+        status alone (the scheduler's own PodScheduled write among them) does not queue the gang again."""
         self._s.cache.pod_upserted(new)
-        self._maybe_queue(new)
+        if old.get("spec") != new.get("spec") or (old.get("metadata") or {}).get("labels") != (
+            new.get("metadata") or {}
+        ).get("labels"):
+            self._maybe_queue(new)
         if is_terminal(new) and not is_terminal(old) and (new.get("spec") or {}).get("nodeName"):
             self._s.queue.move_all()
         old_status = ((old.get("spec") or {}).get("nodeName"), (old.get("status") or {}).get("phase"))
@@ -122,8 +126,8 @@ class PriorityClassEvents:
         self._s.refresh_priorities()
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        """A changed value."""
-        if old.get("value") != new.get("value"):
+        """A changed value, or a class that became (or stopped being) the global default."""
+        if (old.get("value"), old.get("globalDefault")) != (new.get("value"), new.get("globalDefault")):
             self._s.refresh_priorities()
 
     def on_delete(self, obj: Obj) -> None:
@@ -159,3 +163,24 @@ class PodGangEvents:
         """The gang is gone."""
         meta = obj["metadata"]
         self._s.forget_gang(GangKey(str(meta.get("namespace", "")), str(meta["name"])))
+
+
+class TopologyEvents:
+    """ClusterTopologyBindings: a changed hierarchy changes what the best placement is and may let a gang fit
+    (a level key it lacked), so every waiting gang is tried again."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._s = scheduler
+
+    def on_add(self, obj: Obj) -> None:
+        """A new topology."""
+        self._s.queue.move_all()
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        """Changed levels."""
+        if old.get("spec") != new.get("spec"):
+            self._s.queue.move_all()
+
+    def on_delete(self, obj: Obj) -> None:
+        """A removed topology: its gangs fall back (`grove_sched.topology`)."""
+        self._s.queue.move_all()

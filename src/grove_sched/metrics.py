@@ -3,7 +3,8 @@
 Why these: they answer the operational questions about a gang scheduler: how long does a ready gang wait until
 its last pod is bound (`gang_scheduling_duration_seconds`), how much of that is the solver (`solve_duration_seconds`)
 and the API (`bind_duration_seconds`), how attempts end (`schedule_attempts_total{result}`), how many gangs wait
-in each queue room (`pending_gangs{room}`), and how good the placements are (`placement_score`).
+in each queue room (`pending_gangs{room}`), how good the placements are (`placement_score`), and what preemption
+did (`preemption_attempts_total{result}`, victims and GPUs evicted, how long freed capacity stays reserved).
 """
 
 from __future__ import annotations
@@ -66,6 +67,40 @@ class SchedulerMetrics:
         self.pods_bound = Counter(
             f"{prefix}_pods_bound_total",
             "Pods bound.",
+            registry=self.registry,
+        )
+
+        self.preemption_attempts = Counter(
+            f"{prefix}_preemption_attempts_total",
+            "Preemption attempts for unschedulable gangs by result (preempted, waiting, no_victims, not_allowed).",
+            ["result"],
+            registry=self.registry,
+        )
+        self.preemption_victims = Counter(
+            f"{prefix}_preemption_victims_total",
+            "Victims of preemption, counted as gangs and as pods.",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.preemption_gpus = Counter(
+            f"{prefix}_preemption_evicted_gpus_total",
+            "GPUs requested by the pods evicted by preemption.",
+            registry=self.registry,
+        )
+        self.reservations = Gauge(
+            f"{prefix}_preemption_reservations",
+            "Preemptors holding capacity freed for them (nominations).",
+            registry=self.registry,
+        )
+        self.oldest_reservation = Gauge(
+            f"{prefix}_preemption_oldest_reservation_seconds",
+            "Age of the oldest reservation still held (0 when none is).",
+            registry=self.registry,
+        )
+        self.reservation_age = Histogram(
+            f"{prefix}_preemption_reservation_age_seconds",
+            "How long a preemptor held its reserved capacity, observed when the reservation ends.",
+            buckets=_SLOW,
             registry=self.registry,
         )
 

@@ -20,7 +20,12 @@ PODS = "pods"
 GPU = "nvidia.com/gpu"
 BASE_RESOURCES: tuple[str, ...] = (CPU, MEMORY, PODS, GPU)
 HOSTNAME_KEY = "kubernetes.io/hostname"
+ZONE_KEY = "topology.kubernetes.io/zone"
+BLOCK_KEY = "topology.kubernetes.io/block"
 RACK_KEY = "topology.kubernetes.io/rack"
+DEFAULT_LEVELS: tuple[str, ...] = (ZONE_KEY, BLOCK_KEY, RACK_KEY, HOSTNAME_KEY)
+"""The hierarchy assumed when a gang's PodGang names no ClusterTopologyBinding the scheduler knows (broadest first):
+the well-known zone key, then block and rack keys in the same `topology.kubernetes.io/` namespace, then the host."""
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _NO_RESOURCES: Mapping[str, int] = MappingProxyType({})
@@ -166,7 +171,11 @@ class GroupConfig:
 
 @dataclass(frozen=True, slots=True)
 class GangRequest:
-    """A PodGang translated for placement; the gang is placed whole (min of every group) or not at all."""
+    """A PodGang translated for placement; the gang is placed whole (min of every group) or not at all.
+
+    `topology_levels` is the gang's topology hierarchy as node label keys, broadest first (the levels of the
+    ClusterTopologyBinding its PodGang refers to); empty = `PlacementOptions.default_levels`.
+    """
 
     name: str
     namespace: str
@@ -174,6 +183,7 @@ class GangRequest:
     priority: int = 0
     topology: TopologyConstraint = field(default_factory=TopologyConstraint)
     group_configs: tuple[GroupConfig, ...] = ()
+    topology_levels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +197,8 @@ class PlacementOptions:
     max_patterns: above this many pods-per-node patterns, CP-SAT uses the per-node count model instead of classes.
     max_classes: above this many classes, CP-SAT refines only around the greedy plan's domains.
     max_greedy_domains: greedy runs in at most this many candidate domains (best-ranked first).
-    rack_key: the level whose empty domains count as "racks opened" (consolidation) and the soft deciding level
-        for gangs without topology; None disables both.
+    default_levels: the topology hierarchy (node label keys, broadest first) of gangs that carry none
+        (`GangRequest.topology_levels` empty); see `DEFAULT_LEVELS`.
     hostname_key: anti-affinity on this key is enforced per node.
     refine: how far CP-SAT may overrule greedy's best-fit plan. "structure": only when greedy found none or
         CP-SAT's plan touches fewer extra preferred domains or empty racks. "all": whenever CP-SAT's plan is cheaper
@@ -207,30 +217,56 @@ class PlacementOptions:
     max_patterns: int = 512
     max_classes: int = 400
     max_greedy_domains: int = 16
-    rack_key: str | None = RACK_KEY
+    default_levels: tuple[str, ...] = DEFAULT_LEVELS
     hostname_key: str = HOSTNAME_KEY
     refine: Literal["structure", "all", "auto"] = "auto"
 
 
 @dataclass(frozen=True, slots=True)
 class ObjectiveBreakdown:
-    """Raw values of the lexicographic tiers (lower is better for every field) and their weighted sum.
+    """Raw values of the lexicographic tiers (lower is better for every value); `key` is the order itself.
 
-    Tier order: missing extra pods, preferred violations, empty racks, empty nodes, required-domain free GPUs
-    (free GPUs, before placement, of the domain each required scope chose: domain-level best fit), fragmented GPUs
-    (left on touched nodes without the CPU or memory a typical GPU pod needs), stranded GPUs, missed preference
-    weight. The last two fields are declared last only to keep positional construction compatible.
+    Tier order (docs/placement-score.md): missing extra pods; preferred-domain violations per topology level
+    (broadest first: extra zones, then extra blocks, then extra racks, ... touched by each preferred scope up to
+    its own level); empty domains opened at the narrowest topology level above the hosts; the free
+    GPUs before placement of the domains the required scopes chose (domain-level best fit); fragmented GPUs (left
+    on touched nodes without the CPU or memory a typical GPU pod needs); empty nodes opened; stranded GPUs; missed
+    preference weight. `levels` names the hierarchy the vector tiers follow.
     """
 
     missing_extra_pods: int
-    preferred_domain_violations: int
-    empty_racks_opened: int
+    preferred_violations: tuple[int, ...]
+    empty_domains_opened: tuple[int, ...]
+    required_domain_free_gpus: int
+    fragmented_gpus: int
     empty_nodes_opened: int
     stranded_gpus: int
     missed_preference_weight: int
-    weighted: int
-    required_domain_free_gpus: int = 0
-    fragmented_gpus: int = 0
+    levels: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        """Every tier value, most important first: compare two keys to compare two placements."""
+        return (
+            self.missing_extra_pods,
+            *self.preferred_violations,
+            *self.empty_domains_opened,
+            self.required_domain_free_gpus,
+            self.fragmented_gpus,
+            self.empty_nodes_opened,
+            self.stranded_gpus,
+            self.missed_preference_weight,
+        )
+
+    @property
+    def preferred_domain_violations(self) -> int:
+        """Extra preferred domains touched, summed over the levels."""
+        return sum(self.preferred_violations)
+
+    @property
+    def empty_domains(self) -> int:
+        """Empty topology domains opened, summed over the levels."""
+        return sum(self.empty_domains_opened)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +291,8 @@ class SolverStats:
     domains_candidate: int
     domains_modelled: int
     model: str
+    stages: int = 0
+    """Lexicographic CP-SAT stages solved (1 when the tiers' weights fit int64 together; 0: no solve)."""
 
 
 @dataclass(frozen=True, slots=True)

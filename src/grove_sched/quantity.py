@@ -22,6 +22,7 @@ any real node, while 2^13 pods at the bound still sum exactly in int64 and `Snap
 from __future__ import annotations
 
 import decimal
+import functools
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -81,16 +82,28 @@ _CONTEXTS = {
 
 def parse_quantity(value: object, resource: str, *, capacity: bool = False) -> int:
     """A quantity as an integer (millicores for cpu, whole units otherwise), rounded up, or down for `capacity`,
-    and bounded to [-BEYOND, BEYOND]; raises ValueError naming the resource for text that is no quantity."""
+    and bounded to [-BEYOND, BEYOND]; raises ValueError naming the resource for text that is no quantity.
+
+    Memoised by text (a bounded cache): every pod event of a gang's pods reads the same few quantities ("1",
+    "4Gi", "8"), and parsing them with Decimal arithmetic was a tenth of the scheduler's CPU per bound pod."""
     text = str(value).strip()
+    try:
+        return _parsed(text, resource == CPU, capacity)
+    except ValueError:
+        raise ValueError(f"invalid quantity {text!r} for {resource}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str, cpu: bool, capacity: bool) -> int:
+    """`parse_quantity` of stripped text; ValueError (without the resource name) for text that is no quantity."""
     match = _QUANTITY.match(text)
     if match is None or (match.group(3).endswith("i") and match.group(3)[:-1] in ("n", "u", "m", "")):
-        raise ValueError(f"invalid quantity {text!r} for {resource}")
+        raise ValueError(text)
     mantissa_text, exponent_text, suffix = match.groups()
     try:
         mantissa = Decimal(mantissa_text)
     except decimal.InvalidOperation:
-        raise ValueError(f"invalid quantity {text!r} for {resource}") from None
+        raise ValueError(text) from None
     if mantissa.is_zero():
         return 0
     ctx = _CONTEXTS[decimal.ROUND_FLOOR if capacity else decimal.ROUND_CEILING]
@@ -100,7 +113,7 @@ def parse_quantity(value: object, resource: str, *, capacity: bool = False) -> i
     number = mantissa.scaleb(max(-_EXPONENT_LIMIT, min(exponent, _EXPONENT_LIMIT)), ctx)
     if number.copy_abs() > _LIMIT:
         return BEYOND if number > 0 else -BEYOND
-    amount = ctx.multiply(number, _SUFFIXES[suffix] * (1000 if resource == CPU else 1))
+    amount = ctx.multiply(number, _SUFFIXES[suffix] * (1000 if cpu else 1))
     if amount.copy_abs() > MAX_QUANTITY:
         return BEYOND if amount > 0 else -BEYOND
     return int(amount.to_integral_value(rounding=ctx.rounding, context=ctx))

@@ -5,18 +5,22 @@ capacity the previous one took, but binding is I/O and may run concurrently. So 
 
 1. pop the best gang from the queue;
 2. assemble it through the `GangSource` (informer caches, assumed pods shown as bound);
-3. take the cache's immutable snapshot and `place` it (see "where the solver runs" below);
+3. take the cache's immutable snapshot and `place` it (see "where the solver runs" below); capacity the
+   post-filter holds for another gang of higher or equal priority (a preemptor waiting for its victims) is
+   layered onto the snapshot first, so no other gang takes it;
 4. on an Unschedulable status, run the post-filter (where preemption lives; `grove_sched.postfilter`);
-5. else `assume` the placement in the scheduler cache, so the next cycle already sees the capacity as used;
+5. else `assume` the placement in the scheduler cache, so the next cycle already sees the capacity as used (what
+   the post-filter held for this gang is released);
 6. spawn the binding cycle and go back to 1.
 
 Every attempt ends with one `Status` (`grove_sched.model`): its code alone decides where the queue puts the gang
-(`SchedulingQueue.done`), and a failure's reasons become the PodGang's `Scheduled` condition and the
-`FailedScheduling` Events (once per distinct verdict). The binding cycle binds through `Binder` (all-or-rollback
-on the minimum), then on success records the verdict and the `Scheduled` events; on failure it forgets the
-assumption and ends with an Error status (backoff). The gang stays "in flight" in the queue until its binding
-cycle ends, so no second attempt can race the first. `assume` and `bind` are the one path from a placement to
-bound pods: start-up recovery (`grove_sched.recovery`) completes partially bound gangs through them too.
+(`SchedulingQueue.done`), and a failure's reasons become the PodGang's `Scheduled` condition, the
+`FailedScheduling` Events and the pending pods' `PodScheduled=False` condition (once per distinct verdict). The
+binding cycle binds through `Binder` (all-or-rollback on the minimum), then on success records the verdict and the
+`Scheduled` events; on failure it forgets the assumption and ends with an Error status (backoff). The gang stays
+"in flight" in the queue until its binding cycle ends, so no second attempt can race the first. `assume` and
+`bind` are the one path from a placement to bound pods: start-up recovery (`grove_sched.recovery`) completes
+partially bound gangs through them too.
 
 Leadership: the binder is fenced (`Binder.leading`). Once the fence says this process no longer leads, the loop
 starts no new cycle, and on the way out the running binding cycles are cancelled instead of awaited.
@@ -59,8 +63,10 @@ from grove_sched.model import (
     Unschedulable,
 )
 from grove_sched.placement import Snapshot, assumed_pods, place
+from grove_sched.pod_status import PodStatusWriter
 from grove_sched.podgang_status import (
     REASON_INVALID,
+    REASON_PREEMPTED,
     REASON_SCHEDULED,
     REASON_UNSCHEDULABLE,
     ScheduledState,
@@ -112,6 +118,7 @@ class Scheduler:
         clock: Clock | None = None,
         inline_solve_limit: float = 0.02,
         post_filter: PostFilter | None = None,
+        pod_status: PodStatusWriter | None = None,
     ) -> None:
         self.source = source
         self.cache = source.cache
@@ -123,6 +130,7 @@ class Scheduler:
         self.metrics = metrics or SchedulerMetrics()
         self.solver = Solver(options, inline_solve_limit)
         self.post_filter: PostFilter = post_filter or NoPostFilter()
+        self.pod_status = pod_status
         self._status_changed: Callable[[ObjectKey], None] = lambda _key: None
         self._ready_since: dict[GangKey, float] = {}
         self._last_reasons: dict[GangKey, tuple[str, ...]] = {}
@@ -136,10 +144,19 @@ class Scheduler:
     def forget_gang(self, key: GangKey) -> None:
         """The gang is gone (PodGang or lone pod deleted): drop it from the queue and every per-gang record."""
         self.queue.remove(key)
+        self.post_filter.forget(key)
         self._ready_since.pop(key, None)
         self._last_reasons.pop(key, None)
         if not key.single:
             self.book.drop(ObjectKey(key.namespace, key.name))
+
+    def record_preempted(self, key: GangKey, message: str) -> None:
+        """A gang was preempted: its PodGang's `Scheduled` condition turns False with reason Preempted."""
+        self._last_reasons.pop(key, None)
+        if not key.single:
+            okey = ObjectKey(key.namespace, key.name)
+            self.book.record(okey, ScheduledState(False, REASON_PREEMPTED, message))
+            self._status_changed(okey)
 
     def node_set_aside(self, node: Obj, reason: str) -> None:
         """The cache set a node aside: log it, and record a Warning Event on it while this process schedules."""
@@ -213,7 +230,7 @@ class Scheduler:
             )
             return
         self._ready_since.setdefault(key, now)
-        snapshot = self.cache.snapshot()
+        snapshot = self._snapshot_for(key, assembly.request.priority)
         start = self.clock.monotonic()
         result = await self.solver.solve(snapshot, assembly.request)
         self.metrics.solve_time.observe(self.clock.monotonic() - start)
@@ -229,6 +246,17 @@ class Scheduler:
             status = await self.post_filter.post_filter(assembly, snapshot, status)
         self.metrics.attempts.labels(result=_ATTEMPT.get(status.code, status.code.value.lower())).inc()
         self._failed(key, podgang, list(assembly.pods.values()), status, REASON_UNSCHEDULABLE)
+
+    def _snapshot_for(self, key: GangKey, priority: int) -> Snapshot:
+        """The cycle's snapshot, with the capacity held for other gangs this one must not take."""
+        snapshot = self.cache.snapshot()
+        reserved = self.post_filter.reserved(key, priority)
+        if not reserved:
+            return snapshot
+        try:
+            return snapshot.with_assumed(list(reserved))
+        except KeyError:  # a reservation asks a resource no node offers any more: it holds nothing
+            return snapshot
 
     # --- from a placement to bound pods (the binding cycle and recovery) ----------------------------------------
 
@@ -263,8 +291,10 @@ class Scheduler:
         return outcome
 
     def _assume_and_bind(self, gang: ReadyGang, podgang: Obj | None, placement: Placement) -> None:
-        """Assume the placement and start its binding cycle."""
+        """Assume the placement and start its binding cycle (capacity held for the gang is no longer needed: its
+        assumed pods now hold it)."""
         plan = self.assume(gang, placement)
+        self.post_filter.forget(gang.key)
         self.spawn(self._binding_cycle(gang, podgang, placement, plan))
 
     async def _binding_cycle(self, gang: ReadyGang, podgang: Obj | None, placement: Placement, plan: BindPlan) -> None:
@@ -306,7 +336,7 @@ class Scheduler:
         leftover = len(gang.pods) > len(outcome.bound)  # extras that did not fit wait for capacity
         self.queue.done(key, Code.UNSCHEDULABLE if leftover else Code.SUCCESS)
         self._publish_pending()
-        await self.events.scheduled(gang.pods, {p: plan.assignments[p] for p in outcome.bound})
+        await self.events.scheduled(podgang, gang.pods, {p: plan.assignments[p] for p in outcome.bound})
 
     # --- publishing ---------------------------------------------------------------------------------------------
 
@@ -329,6 +359,9 @@ class Scheduler:
             self.book.record(okey, ScheduledState(False, reason, status.message))
             self._status_changed(okey)
         self.spawn(self.events.failed(podgang, pods, reasons))
+        if self.pod_status is not None and status.code is not Code.ERROR:
+            message = status.message or "the gang could not be placed"
+            self.spawn(self.pod_status.unschedulable(pods, message, self.post_filter.nominated(key)))
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a coroutine in the background (awaited by `drain`)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from grove_api.labels import LABEL_PODGANG
@@ -22,6 +22,7 @@ from grove_runtime.resources import PODS, PRIORITYCLASSES
 from grove_sched.cache import PodKey, SchedulerCache
 from grove_sched.gangs import Assembly, AssemblyContext, GangKey, assemble
 from grove_sched.podgang_status import PODGANGS
+from grove_sched.topology import CLUSTERTOPOLOGYBINDINGS, resolve_levels
 
 __all__ = ["GANG_INDEX", "GangSource", "creation_time", "gang_index"]
 
@@ -104,16 +105,54 @@ class GangSource:
         meta = podgang.get("metadata") or {}
         return self.pods_of(GangKey(str(meta.get("namespace", "")), str(meta.get("name", ""))), podgang)
 
-    def priority_of(self, name: str) -> int | None:
-        """Value of a PriorityClass, if the informer knows it (and it is a number)."""
+    def pod(self, namespace: str, name: str) -> Obj | None:
+        """A pod as the informer knows it."""
+        return self.informers.get(PODS, ObjectKey(namespace, name))
+
+    def _priority_class(self, name: str) -> Obj | None:
         try:
-            pc = self.informers.get(PRIORITYCLASSES, ObjectKey("", name))
+            return self.informers.get(PRIORITYCLASSES, ObjectKey("", name))
         except KeyError:
             return None
+
+    def _global_default(self) -> Obj | None:
+        """The `globalDefault` PriorityClass (the lowest, should several claim it)."""
+        found = [pc for pc in self.informers.list(PRIORITYCLASSES) if pc.get("globalDefault") is True]
+        return min(found, key=lambda pc: _number(pc.get("value") or 0) or 0, default=None)
+
+    def default_priority(self) -> int | None:
+        """Value of the `globalDefault` PriorityClass, if there is one."""
+        pc = self._global_default()
+        return None if pc is None else _number(pc.get("value") or 0)
+
+    def preemption_policy(self, key: GangKey, pod: Obj | None = None) -> str:
+        """`preemptionPolicy` of the PodGang's class, else the pod's `spec.preemptionPolicy` (set from its class
+        at admission), else its class's, else (no class named) the `globalDefault` class's; `PreemptLowerPriority`
+        when none says."""
+        spec = (pod or {}).get("spec") or {}
+        podgang_class = ((self.podgang(key) or {}).get("spec") or {}).get("priorityClassName")
+        for found in (
+            (self._priority_class(str(podgang_class)) or {}).get("preemptionPolicy") if podgang_class else None,
+            spec.get("preemptionPolicy"),
+            (self._priority_class(str(spec["priorityClassName"])) or {}).get("preemptionPolicy")
+            if spec.get("priorityClassName")
+            else None,
+            None
+            if podgang_class or spec.get("priorityClassName")
+            else (self._global_default() or {}).get("preemptionPolicy"),
+        ):
+            if found in ("Never", "PreemptLowerPriority"):
+                return str(found)
+        return "PreemptLowerPriority"
+
+    def priority_of(self, name: str) -> int | None:
+        """Value of a PriorityClass, if the informer knows it (and it is a number)."""
+        pc = self._priority_class(name)
         return None if pc is None else _number(pc.get("value") or 0)
 
     def gang_priority(self, key: GangKey, pod: Obj | None = None) -> int:
-        """PriorityClass value of the PodGang's class, else of the pod's class, else the pod's `spec.priority`."""
+        """PriorityClass value of the PodGang's class, else of the pod's class, else the pod's `spec.priority`, else
+        (a priority of 0, what grove-sim's admission leaves) the `globalDefault` class's value."""
         if pod is None and key.single:
             pod = self.informers.get(PODS, ObjectKey(key.namespace, key.name))
         pod_spec = (pod or {}).get("spec") or {}
@@ -124,7 +163,15 @@ class GangSource:
             value = self.priority_of(str(name)) if name else None
             if value is not None:
                 return value
-        return _number(pod_spec.get("priority") or 0) or 0
+        return _number(pod_spec.get("priority") or 0) or self.default_priority() or 0
+
+    def topology_levels(self, podgang: Obj | None, keys: Collection[str]) -> tuple[str, ...]:
+        """The gang's topology hierarchy from the ClusterTopologyBindings (`grove_sched.topology`); () = default."""
+        try:
+            bindings = self.informers.list(CLUSTERTOPOLOGYBINDINGS)
+        except KeyError:  # no ClusterTopologyBinding informer (a cache built without one)
+            return ()
+        return resolve_levels(podgang, keys, bindings)
 
     def assemble(self, key: GangKey) -> tuple[Assembly, Obj | None]:
         """Assemble one gang from the current caches; also returns its PodGang (None for a gang of one)."""
@@ -134,5 +181,7 @@ class GangSource:
             node_label_keys=self.cache.node_label_keys,
             node_labels=self.cache.node_labels,
             priority_of=self.priority_of,
+            topology_levels=self.topology_levels,
+            default_priority=self.default_priority(),
         )
         return assemble(key, podgang, self.pods_of(key, podgang), ctx), podgang

@@ -43,9 +43,10 @@ def tune_gc() -> None:
 
 
 def _exec_image(text: str) -> tuple[str, str]:
+    """``PREFIX=COMMAND``, or ``PREFIX`` alone (the containers must then set ``command``)."""
     prefix, sep, command = text.partition("=")
-    if not sep or not prefix or not command:
-        raise argparse.ArgumentTypeError(f"expected PREFIX=COMMAND, got {text!r}")
+    if not prefix or (sep and not command.strip()):
+        raise argparse.ArgumentTypeError(f"expected PREFIX or PREFIX=COMMAND, got {text!r}")
     return prefix, command
 
 
@@ -76,8 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         type=_exec_image,
         default=[],
-        metavar="PREFIX=COMMAND",
-        help="run init containers whose image starts with PREFIX as the local COMMAND (repeatable)",
+        metavar="PREFIX[=COMMAND]",
+        help="run containers whose image starts with PREFIX as local processes: the container's command and args "
+        "looked up on PATH, else COMMAND and the args (repeatable)",
     )
     up.add_argument(
         "--restart-backoff",
@@ -109,6 +111,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="inject faults from the start (errors, latency, dropped/expired watches, pause; seeded); see "
         "docs/sim-authorization-and-faults.md; change at run time with PUT /sim/faults",
     )
+    up.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a CA of the cluster's own; the kubeconfig carries it as certificate-authority-data",
+    )
+    up.add_argument(
+        "--default-scheduler",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="bind pods naming default-scheduler (or no scheduler) as kube-scheduler would (default on)",
+    )
+    up.add_argument(
+        "--hpa-controller",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="scale the targets of HorizontalPodAutoscalers from the pods' simulated usage (default on)",
+    )
+    up.add_argument(
+        "--hpa-sync-period",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds between two syncs of each HorizontalPodAutoscaler (default 15)",
+    )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
@@ -117,7 +143,7 @@ async def _serve(args: argparse.Namespace, options: SimOptions) -> None:
     server = SimServer(options)
     url = await server.start(args.host, args.port)
     tune_gc()
-    write_kubeconfig(args.kubeconfig, url)
+    write_kubeconfig(args.kubeconfig, url, ca_data=server.ca_pem)
     logging.getLogger("grove_sim").info("grove-sim serving %s (kubeconfig %s)", url, args.kubeconfig)
     print(f"grove-sim ready: {url} kubeconfig={args.kubeconfig}", flush=True)
     stop = asyncio.Event()
@@ -153,6 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         audit_log=args.audit_log_path,
         authorization_mode=args.authorization_mode,
         faults=args.faults,
+        tls=args.tls,
+        default_scheduler=args.default_scheduler,
+        hpa_controller=args.hpa_controller,
+        hpa_sync_period=args.hpa_sync_period,
     )
     asyncio.run(_serve(args, options))
     return 0

@@ -90,7 +90,8 @@ class SimCluster:
         self._thread = threading.Thread(target=run, name="grove-sim", daemon=True)
         self._thread.start()
         self.url = ready.result(timeout=30)
-        write_kubeconfig(self.kubeconfig, self.url)
+        assert self.server is not None
+        write_kubeconfig(self.kubeconfig, self.url, ca_data=self.server.ca_pem)
         return self
 
     def call(self, fn: Callable[[SimServer], T], timeout: float = 30) -> T:
@@ -142,7 +143,7 @@ class SimCluster:
                 raise TimeoutError(f"no token for service account {namespace}/{name}")
             time.sleep(0.01)
         target = Path(path) if path is not None else Path(self.kubeconfig).with_name(f"{namespace}-{name}.kubeconfig")
-        write_kubeconfig(target, self.url, token=token)
+        write_kubeconfig(target, self.url, token=token, ca_data=self.server.ca_pem if self.server else None)
         return str(target)
 
     def stop(self) -> None:

@@ -1,9 +1,12 @@
-"""Fixtures shared by the grove-sim tests that talk to a running simulated cluster: a namespace, a small CRD."""
+"""Fixtures shared by the grove-sim tests that talk to a running simulated cluster: a namespace, a small CRD, a
+polling helper."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import pytest
 from kubernetes_asyncio import client
@@ -80,3 +83,22 @@ def widget_crd(sim: SimCluster) -> dict[str, Any]:
         return existing if existing is not None else server.core.create(info, "", WIDGET_CRD)
 
     return sim.call(install)
+
+
+T = TypeVar("T")
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], *, attempts: int = 500, delay: float = 0.02) -> T:
+    """Poll ``probe`` until it returns something truthy; fail the test if it never does."""
+    for _ in range(attempts):
+        value = await probe()
+        if value:
+            return value
+        await asyncio.sleep(delay)
+    raise AssertionError("condition never became true")
+
+
+@pytest.fixture
+def poll() -> Callable[..., Awaitable[Any]]:
+    """The ``eventually`` polling helper."""
+    return eventually

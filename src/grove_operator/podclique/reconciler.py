@@ -1,5 +1,8 @@
 """The PodClique reconciler: the shared skeleton (`reconcile.skeleton`) with the PodClique's parts.
 
+Steps: its share of a rolling update (`rollout.PodRollout`, which only deletes), then its pods (`pods.Pods`: create
+missing ones from the PodClique's template, scale in, lift gates).
+
 Only PodCliques the operator manages are reconciled (label `managed-by=grove-operator` and exactly one owner of
 kind PodCliqueSet or PodCliqueScalingGroup, §1.3); any other PodClique gets one Warning Event and is left alone.
 A managed PodClique whose PodCliqueSet is missing gets a `lastErrors` entry and is retried slowly, never in a
@@ -14,8 +17,11 @@ from typing import Any
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueStatus
 from grove_api import labels as glabels
+from grove_operator import hashing
+from grove_operator.desired.layout import identify_podclique
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESETS
 from grove_operator.podclique.pods import PCS, PclqContext, Pods, owned_pods
+from grove_operator.podclique.rollout import PodRollout
 from grove_operator.reconcile.context import Obj
 from grove_operator.reconcile.failures import ComponentError, ParentNotFound
 from grove_operator.reconcile.ownership import managed
@@ -27,6 +33,7 @@ __all__ = ["OWNER_KINDS", "PodCliqueReconciler", "is_managed_podclique"]
 
 OWNER_KINDS = (PodCliqueSet.KIND, PodCliqueScalingGroup.KIND)
 _PCS_HASH = "pcs-generation-hash"
+_TEMPLATE_HASH = "pod-template-hash"
 
 
 def is_managed_podclique(obj: dict[str, Any]) -> bool:
@@ -39,7 +46,7 @@ class PodCliqueReconciler(
     OwnerReconciler[PodClique],
     resource=PODCLIQUES,
     finalizer=glabels.FINALIZER_PCLQ,
-    components=lambda: (Pods(),),
+    components=lambda: (PodRollout(), Pods()),
 ):
     """Reconciles one PodClique: its pods, their gates, and its status."""
 
@@ -67,8 +74,12 @@ class PodCliqueReconciler(
         pcs_raw = self.deps.cache.get(PODCLIQUESETS, ObjectKey(ctx.namespace, pcs_name)) if pcs_name else None
         if pcs_raw is None:
             raise ParentNotFound(f"PodCliqueSet {pcs_name!r} not found")
-        ctx.extra[PCS] = self.deps.parsed.podcliqueset(pcs_raw)
-        ctx.extra[_PCS_HASH] = (pcs_raw.get("status") or {}).get("currentGenerationHash")
+        pcs = self.deps.parsed.podcliqueset(pcs_raw)
+        ctx.extra[PCS] = pcs
+        ctx.extra[_PCS_HASH] = hashing.generation_hash(pcs.spec.template)
+        instance = identify_podclique(pcs, ctx.key.name)
+        if instance is not None:
+            ctx.extra[_TEMPLATE_HASH] = hashing.clique_hashes(pcs.spec.template)[instance.clique.name]
         self.refuse_too_many_pods(ctx.owner.spec.replicas, 1)
 
     def compute_status(self, ctx: PclqContext, failure: ComponentError | None, *, completed: bool) -> Obj | None:
@@ -88,7 +99,9 @@ class PodCliqueReconciler(
             )
         elif failure is None and generation is not None:
             pclq = pclq.model_copy(update={"status": PodCliqueStatus(observed_generation=generation)})
-        return compute_podclique_status(pclq, owned_pods(ctx), ctx.now, ctx.extra.get(_PCS_HASH))
+        return compute_podclique_status(
+            pclq, owned_pods(ctx), ctx.now, ctx.extra.get(_PCS_HASH), ctx.extra.get(_TEMPLATE_HASH)
+        )
 
     async def publish_status(self, ctx: PclqContext, status: Obj) -> None:
         """Write the status; losing every scheduled pod is worth a Warning Event."""

@@ -9,6 +9,8 @@ on every reconcile. Children are removed by garbage collection: deletion only dr
 
 from __future__ import annotations
 
+from typing import Any
+
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueSetStatus
 from grove_api import labels as glabels
 from grove_operator import hashing
@@ -16,10 +18,19 @@ from grove_operator.kinds import CLUSTERTOPOLOGYBINDINGS, PODCLIQUES, PODCLIQUES
 from grove_operator.parsed import parsed_topologies
 from grove_operator.podcliqueset.components import OrderedComponents
 from grove_operator.podcliqueset.components._common import TOPOLOGIES, PcsContext, children
-from grove_operator.reconcile.context import Obj
+from grove_operator.podcliqueset.components.replica import (
+    LIFECYCLE,
+    UNSEEN,
+    ReplicaDecision,
+    WrittenRollouts,
+    rollout_signature,
+)
+from grove_operator.reconcile.context import Deps, Obj
 from grove_operator.reconcile.failures import ComponentError
 from grove_operator.reconcile.skeleton import OwnerReconciler
+from grove_operator.reconcile.writes import write_status
 from grove_operator.status.podcliqueset import compute_podcliqueset_status
+from grove_runtime.keys import ObjectKey
 
 __all__ = ["PodCliqueSetReconciler"]
 
@@ -32,6 +43,14 @@ class PodCliqueSetReconciler(
 ):
     """Reconciles one PodCliqueSet into its full hierarchy."""
 
+    def __init__(self, deps: Deps) -> None:
+        super().__init__(deps)
+        self.rollouts = WrittenRollouts()
+
+    def forget(self, key: ObjectKey) -> None:
+        """The rollout write it waited to see."""
+        self.rollouts.forget(key)
+
     def parse(self, raw: Obj) -> PodCliqueSet:
         """The PCS as the defaulting webhook would have stored it."""
         return self.deps.parsed.podcliqueset(raw)
@@ -39,20 +58,33 @@ class PodCliqueSetReconciler(
     def prepare(self, ctx: PcsContext) -> None:
         """Read the topology bindings; refuse a spec that is invalid or asks for too many pods."""
         ctx.extra[TOPOLOGIES] = parsed_topologies(self.deps.cache.list(CLUSTERTOPOLOGYBINDINGS), self.deps.parsed)
+        ctx.extra[UNSEEN] = self.rollouts.unseen(ctx.key, ctx.raw.get("status"), ctx.now)
         self.refuse_invalid_podcliqueset(ctx.raw)
 
     def compute_status(self, ctx: PcsContext, failure: ComponentError | None, *, completed: bool) -> Obj | None:
-        """Recompute the status from the cached children."""
+        """Recompute the status from the cached children (nothing while the cache lags our last rollout write)."""
+        if ctx.extra.get(UNSEEN):
+            return None
         pcs = ctx.owner
-        if pcs.status is None or pcs.status.current_generation_hash is None:
-            status_model = (pcs.status or PodCliqueSetStatus()).model_copy(
-                update={"current_generation_hash": hashing.generation_hash(pcs.spec.template)}
-            )
-            pcs = pcs.model_copy(update={"status": status_model})
+        decision: ReplicaDecision | None = ctx.extra.get(LIFECYCLE)
+        update: dict[str, Any] = {}
+        if decision is not None:
+            update = {"current_generation_hash": decision.generation_hash, "update_progress": decision.progress}
+        elif pcs.status is None or pcs.status.current_generation_hash is None:
+            update = {"current_generation_hash": hashing.generation_hash(pcs.spec.template)}
+        if update:
+            pcs = pcs.model_copy(update={"status": (pcs.status or PodCliqueSetStatus()).model_copy(update=update)})
         parse = self.deps.parsed.parse
         pclqs = [parse(PodClique, o) for o in children(ctx, PODCLIQUES, glabels.COMPONENT_PCS_PODCLIQUE)]
         pcsgs = [parse(PodCliqueScalingGroup, o) for o in children(ctx, PODCLIQUESCALINGGROUPS)]
-        status = compute_podcliqueset_status(pcs, pclqs, pcsgs, ctx.now, ctx.extra.get(TOPOLOGIES))
+        stale = decision.stale_replicas if decision is not None else ()
+        status = compute_podcliqueset_status(pcs, pclqs, pcsgs, ctx.now, ctx.extra.get(TOPOLOGIES), stale)
         if completed and pcs.metadata.generation is not None:
             status["observedGeneration"] = pcs.metadata.generation
         return status
+
+    async def publish_status(self, ctx: PcsContext, status: Obj) -> None:
+        """Write the status; remember a rollout move until the cache shows it."""
+        moved = rollout_signature(status) != rollout_signature(ctx.raw.get("status"))
+        if await write_status(self.deps.client, self.resource, ctx.raw, status) and moved:
+            self.rollouts.remember(ctx.key, status, ctx.now)

@@ -114,6 +114,10 @@ class ChildSet(ABC, Generic[T, K, V]):
         """What the desired children depend on besides their own cached object; None disables the memo."""
         return None
 
+    def leave_as_is(self, ctx: SyncContext[T], existing: Obj) -> bool:
+        """Whether an existing child is not to be patched now (someone else replaces it whole)."""
+        return False
+
     def existing_names(self, ctx: SyncContext[T]) -> list[str]:
         """Names of the cached children."""
         return [str(o["metadata"]["name"]) for o in self.existing(ctx)]
@@ -154,6 +158,8 @@ class ChildSet(ABC, Generic[T, K, V]):
         fingerprint = self.fingerprint(ctx)
         writes: list[Callable[[], Awaitable[None]]] = []
         for key, name, existing in plan.targets:
+            if existing is not None and self.leave_as_is(ctx, existing):
+                continue
             memo_key = (ctx.namespace, name)
             if (
                 existing is not None

@@ -8,7 +8,9 @@ goes through the status subresource only, and only when it changed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from grove_operator.reconcile.compare import merge_patch_for
 from grove_operator.reconcile.context import SyncContext
@@ -20,12 +22,14 @@ __all__ = [
     "create_or_patch",
     "delete_if_exists",
     "ensure_finalizer",
+    "record_status",
     "remove_finalizer",
     "status_patch",
     "write_status",
 ]
 
 Obj = dict[str, Any]
+M = TypeVar("M", bound=BaseModel)
 
 
 async def create_or_patch(
@@ -97,28 +101,81 @@ async def _set_finalizers(client: Client, rt: ResourceType, obj: Mapping[str, An
     await client.patch(rt, str(meta["name"]), body, str(meta.get("namespace") or ""))
 
 
-def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Obj | None:
-    """The merge patch turning status `old` into `new` (removed keys become null), or None when equal."""
-    old = old or {}
-    if dict(old) == dict(new):
-        return None
-    patch: Obj = dict(new)
+def _merge_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> Obj:
+    patch: Obj = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if key in old and before == value:
+            continue
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            patch[key] = _merge_diff(before, value)
+        else:
+            patch[key] = value
     for key in old:
         if key not in new:
             patch[key] = None
     return patch
 
 
-async def write_status(client: Client, rt: ResourceType, obj: Mapping[str, Any], new_status: Mapping[str, Any]) -> bool:
-    """Write `new_status` through the status subresource if it differs from the object's; True when written."""
+def status_patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Obj | None:
+    """The JSON merge patch (RFC 7386) turning status `old` into `new`, or None when equal.
+
+    The server merges nested objects, so a field removed deep inside (`updateProgress.currentlyUpdating` when an
+    update ends) must be sent as null at its own depth; only what changed is sent. Statuses hold no nulls (merge
+    patch cannot write one).
+    """
+    old = old or {}
+    if dict(old) == dict(new):
+        return None
+    return _merge_diff(old, new)
+
+
+async def write_status(
+    client: Client,
+    rt: ResourceType,
+    obj: Mapping[str, Any],
+    new_status: Mapping[str, Any],
+    *,
+    precondition: bool = False,
+) -> bool:
+    """Write `new_status` through the status subresource if it differs from the object's; True when written.
+
+    `precondition`: only if the object is still at the cached resourceVersion (else `errors.Conflict`), for a
+    status another controller also writes into, which a write from a stale cache would undo.
+    """
     patch = status_patch(obj.get("status"), new_status)
     if patch is None:
         return False
     meta = obj.get("metadata") or {}
+    body: Obj = {"status": patch}
+    if precondition and meta.get("resourceVersion"):
+        body["metadata"] = {"resourceVersion": meta["resourceVersion"]}
     try:
-        await client.patch(
-            rt, str(meta["name"]), {"status": patch}, str(meta.get("namespace") or ""), subresource="status"
-        )
+        await client.patch(rt, str(meta["name"]), body, str(meta.get("namespace") or ""), subresource="status")
     except errors.NotFound:
         return False
+    return True
+
+
+async def record_status(ctx: SyncContext[M], rt: ResourceType, fields: Mapping[str, Any]) -> bool:
+    """Merge-patch `fields` into the owner's status *now* and make the context see the result.
+
+    For bookkeeping that must reach the API before the action it describes (a rolling update records the pod it
+    is about to delete), so a restart between the two resumes from it; the status written at the end of the
+    reconcile starts from the refreshed owner and keeps it. False when the owner is gone.
+
+    Each field is replaced whole (a JSON patch `add`), whatever the cache last showed of it: a merge patch would keep
+    what the new value omits (a new `updateProgress` would keep the last one's `updateEndedAt`), and a diff against
+    a stale cached status would omit a value the API no longer holds.
+    """
+    body: Any = [{"op": "add", "path": f"/status/{key}", "value": value} for key, value in fields.items()]
+    patch_type = PatchType.JSON
+    if not ctx.raw.get("status"):  # no status to add into yet
+        body, patch_type = {"status": dict(fields)}, PatchType.MERGE
+    try:
+        raw = await ctx.client.patch(rt, ctx.key.name, body, ctx.namespace, patch_type=patch_type, subresource="status")
+    except errors.NotFound:
+        return False
+    ctx.raw = raw
+    ctx.owner = ctx.parsed.parse(type(ctx.owner), raw)
     return True

@@ -3,7 +3,8 @@
 Only PCSGs controlled by a PodCliqueSet are reconciled. Their member PodCliques are built from the PodCliqueSet's
 template, so a PCSG works only while that template is valid and within the pod bound, and while it itself asks
 for no more pods than the bound (`admission`); otherwise, or when the PodCliqueSet is missing, it gets a
-`lastErrors` entry and a Warning Event. Deletion drops the finalizer; member PodCliques go through GC.
+`lastErrors` entry and a Warning Event. Steps: the member PodCliques (`members`), then the replicas' lifecycle
+(`lifecycle`: rolling update, gang termination). Deletion drops the finalizer; member PodCliques go through GC.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ from grove_api import labels as glabels
 from grove_operator import admission
 from grove_operator.desired.layout import scaling_group_identity
 from grove_operator.kinds import PODCLIQUESCALINGGROUPS, PODCLIQUESETS
+from grove_operator.reconcile.childset import CONTINUE_AFTER
 from grove_operator.reconcile.context import Obj
 from grove_operator.reconcile.failures import ComponentError, ParentNotFound, SpecError
 from grove_operator.reconcile.ownership import controller_owner
 from grove_operator.reconcile.skeleton import OwnerReconciler
+from grove_operator.reconcile.writes import write_status
+from grove_operator.scalinggroup.lifecycle import ScalingGroupReplicas
 from grove_operator.scalinggroup.members import PCS, MemberPodCliques, PcsgContext, member_podcliques
 from grove_operator.status.scalinggroup import compute_scaling_group_status
+from grove_runtime import errors
 from grove_runtime.keys import ObjectKey
 
 __all__ = ["ScalingGroupReconciler"]
@@ -28,7 +33,7 @@ class ScalingGroupReconciler(
     OwnerReconciler[PodCliqueScalingGroup],
     resource=PODCLIQUESCALINGGROUPS,
     finalizer=glabels.FINALIZER_PCSG,
-    components=lambda: (MemberPodCliques(),),
+    components=lambda: (MemberPodCliques(), ScalingGroupReplicas()),
 ):
     """Reconciles one PodCliqueScalingGroup."""
 
@@ -67,3 +72,12 @@ class ScalingGroupReconciler(
         if failure is None and ctx.owner.metadata.generation is not None:
             status["observedGeneration"] = ctx.owner.metadata.generation
         return status
+
+    async def publish_status(self, ctx: PcsgContext, status: Obj) -> None:
+        """Write the status only over what the cache showed: the PodCliqueSet also writes a condition here
+        (`GangTerminationInProgress`), which a write computed from an older cache would drop; on a conflict the
+        group is reconciled again from the fresher cache."""
+        try:
+            await write_status(self.deps.client, self.resource, ctx.raw, status, precondition=True)
+        except errors.Conflict:
+            ctx.requeue_after(CONTINUE_AFTER)

@@ -1,8 +1,10 @@
-"""PodClique status: pod counts and the PodCliqueScheduled / MinAvailableBreached conditions (§3.6).
+"""PodClique status: pod counts and the PodCliqueScheduled / MinAvailableBreached / PodCliqueAvailable conditions.
 
 The counts drive `kubectl get pclq`, the PCSG and PCS availability rollups and gang termination, so they follow
 upstream exactly: `replicas` counts non-terminating pods, `scheduledReplicas` pods with PodScheduled=True, and the
-breach check subtracts crash-looping and started-but-not-ready pods from the scheduled ones.
+breach check subtracts crash-looping and started-but-not-ready pods from the scheduled ones (§3.6). `updatedReplicas`
+counts pods on the newest template of the clique. `PodCliqueAvailable` is Grove's addition: it remembers whether the
+PodClique has been available once since it was created, which gang termination needs (`lifecycle.termination`).
 """
 
 from __future__ import annotations
@@ -11,14 +13,21 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from grove_api import CONDITION_MIN_AVAILABLE_BREACHED, CONDITION_PODCLIQUE_SCHEDULED, PodClique
+from grove_api import (
+    CONDITION_MIN_AVAILABLE_BREACHED,
+    CONDITION_PODCLIQUE_AVAILABLE,
+    CONDITION_PODCLIQUE_SCHEDULED,
+    PodClique,
+)
 from grove_api import labels as glabels
 from grove_operator.desired.layout import is_terminating
-from grove_operator.status._conditions import set_condition
+from grove_operator.status._conditions import find_condition, set_condition
 
 __all__ = [
+    "REASON_AVAILABLE",
     "REASON_INSUFFICIENT_READY_PODS",
     "REASON_INSUFFICIENT_SCHEDULED_PODS",
+    "REASON_NOT_YET_AVAILABLE",
     "REASON_SCHEDULED_BELOW_MIN_AVAILABLE",
     "REASON_SUFFICIENT_READY_PODS",
     "REASON_SUFFICIENT_SCHEDULED_PODS",
@@ -35,6 +44,8 @@ REASON_UPDATE_IN_PROGRESS = "UpdateInProgress"
 REASON_SCHEDULED_BELOW_MIN_AVAILABLE = "ScheduledReplicasBelowMinAvailable"
 REASON_INSUFFICIENT_READY_PODS = "InsufficientReadyPods"
 REASON_SUFFICIENT_READY_PODS = "SufficientReadyPods"
+REASON_AVAILABLE = "MinAvailableReady"
+REASON_NOT_YET_AVAILABLE = "NotYetAvailable"
 
 
 def _condition_true(pod: Mapping[str, Any], type_: str) -> bool:
@@ -93,14 +104,38 @@ def update_in_progress(pclq: PodClique) -> bool:
     return progress is not None and progress.update_ended_at is None
 
 
+def _availability(pclq: PodClique, ready: int, min_available: int) -> tuple[str, str, str]:
+    """(status, reason, message) of `PodCliqueAvailable`; False stays `NotYetAvailable` until it was True once."""
+    if ready >= min_available:
+        return ("True", REASON_AVAILABLE, f"{ready} Ready pods >= minAvailable {min_available}")
+    previous = find_condition(pclq.status.conditions if pclq.status else None, CONDITION_PODCLIQUE_AVAILABLE)
+    if previous is None or (previous.status != "True" and previous.reason == REASON_NOT_YET_AVAILABLE):
+        return (
+            "False",
+            REASON_NOT_YET_AVAILABLE,
+            f"{ready} Ready pods < minAvailable {min_available}; never available since it was created, so gang "
+            "termination leaves it alone until it is",
+        )
+    return ("False", REASON_INSUFFICIENT_READY_PODS, f"{ready} Ready pods < minAvailable {min_available}")
+
+
 def compute_podclique_status(
-    pclq: PodClique, pods: Sequence[Mapping[str, Any]], now: datetime, pcs_generation_hash: str | None = None
+    pclq: PodClique,
+    pods: Sequence[Mapping[str, Any]],
+    now: datetime,
+    pcs_generation_hash: str | None = None,
+    template_hash: str | None = None,
 ) -> dict[str, Any]:
-    """The complete status of `pclq` given its pods (plain dicts) and the PCS's current generation hash."""
+    """The complete status of `pclq` given its pods (plain dicts), the generation hash of its PodCliqueSet's template
+    and the newest pod-template hash of its clique (`template_hash`; None: the PodClique's own label or progress)."""
     status = pclq.status.model_dump(by_alias=True, exclude_none=True, mode="json") if pclq.status is not None else {}
     labels = pclq.metadata.labels or {}
     progress = pclq.status.update_progress if pclq.status is not None else None
-    target_hash = progress.pod_template_hash if progress is not None else labels.get(glabels.LABEL_POD_TEMPLATE_HASH)
+    target_hash = template_hash
+    if target_hash is None and progress is not None:
+        target_hash = progress.pod_template_hash
+    if target_hash is None:
+        target_hash = labels.get(glabels.LABEL_POD_TEMPLATE_HASH)
     counts = count_pods(pods, target_hash)
     min_available = pclq.spec.effective_min_available()
     status.update(
@@ -119,7 +154,9 @@ def compute_podclique_status(
     in_update = update_in_progress(pclq)
     if not in_update and counts.updated == counts.replicas and target_hash is not None:
         status["currentPodTemplateHash"] = target_hash
-        generation = progress.pod_clique_set_generation_hash if progress is not None else pcs_generation_hash
+        generation = pcs_generation_hash
+        if generation is None and progress is not None:
+            generation = progress.pod_clique_set_generation_hash
         if generation is not None:
             status["currentPodCliqueSetGenerationHash"] = generation
     observed = pclq.status.observed_generation if pclq.status is not None else None
@@ -127,11 +164,8 @@ def compute_podclique_status(
         return status
     previous = pclq.status.conditions if pclq.status is not None else None
     conditions: list[dict[str, Any]] = []
-    others = [
-        c.model_dump(by_alias=True, exclude_none=True, mode="json")
-        for c in previous or ()
-        if c.type not in (CONDITION_PODCLIQUE_SCHEDULED, CONDITION_MIN_AVAILABLE_BREACHED)
-    ]
+    ours = (CONDITION_PODCLIQUE_SCHEDULED, CONDITION_MIN_AVAILABLE_BREACHED, CONDITION_PODCLIQUE_AVAILABLE)
+    others = [c.model_dump(by_alias=True, exclude_none=True, mode="json") for c in previous or () if c.type not in ours]
     scheduled_ok = counts.scheduled >= min_available
     set_condition(
         conditions,
@@ -160,5 +194,7 @@ def compute_podclique_status(
             f"{counts.ready_or_starting} ready or starting >= {min_available}",
         )
     set_condition(conditions, previous, CONDITION_MIN_AVAILABLE_BREACHED, *breach, now, observed)
+    availability = _availability(pclq, counts.ready, min_available)
+    set_condition(conditions, previous, CONDITION_PODCLIQUE_AVAILABLE, *availability, now, observed)
     status["conditions"] = others + conditions
     return status

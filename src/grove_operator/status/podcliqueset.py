@@ -2,12 +2,13 @@
 
 A PCS replica is available when every expected standalone PodClique has `readyReplicas >= minAvailable` and every
 expected scaling group has `availableReplicas >= minAvailable`; updated additionally requires every one of them to
-run the current templates. `TopologyLevelsUnavailable` reports constraints the PodGangs had to drop.
+run the newest templates, and no pod of the replica to run an older one. `TopologyLevelsUnavailable` reports
+constraints the PodGangs had to drop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +21,7 @@ from grove_api import (
 )
 from grove_api import labels as glabels
 from grove_api import names as gnames
+from grove_operator import hashing
 from grove_operator.desired import topology
 from grove_operator.desired.layout import replica_indices, scaling_group_configs, standalone_cliques
 from grove_operator.status._conditions import set_condition
@@ -55,27 +57,32 @@ def compute_podcliqueset_status(
     pcsgs: Iterable[PodCliqueScalingGroup],
     now: datetime,
     topologies: Mapping[str, ClusterTopologyBinding] | None = None,
+    stale_replicas: Collection[int] = (),
 ) -> dict[str, Any]:
-    """The complete status of `pcs` from its standalone PodCliques and scaling groups (others are ignored)."""
+    """The complete status of `pcs` from its standalone PodCliques and scaling groups (others are ignored);
+    `stale_replicas` still have a pod or PodClique on an older template, so they are not updated whatever their
+    children's statuses say yet."""
     status = pcs.status.model_dump(by_alias=True, exclude_none=True, mode="json") if pcs.status is not None else {}
     pcs_name = pcs.metadata.name or ""
     pcs_hash = pcs.status.current_generation_hash if pcs.status is not None else None
     pclq_by_name = {p.metadata.name or "": p for p in pclqs if p.metadata.deletion_timestamp is None}
     pcsg_by_name = {g.metadata.name or "": g for g in pcsgs if g.metadata.deletion_timestamp is None}
     template = pcs.spec.template
+    hashes = hashing.clique_hashes(template)
     replicas = pcs.spec.replicas or 0
     standalone = standalone_cliques(template)
     groups = scaling_group_configs(template)
     available = updated = updated_pclqs = updated_pcsgs = 0
     # Only replicas that have children can be available or updated: walk those, never `range(replicas)`.
     for i in sorted(replica_indices(pcs_name, [*pclq_by_name, *pcsg_by_name], replicas)):
-        replica_available = replica_updated = True
+        replica_available = True
+        replica_updated = i not in stale_replicas
         for clique in standalone:
             pclq = pclq_by_name.get(gnames.standalone_pclq_name(pcs_name, i, clique.name))
             ready = pclq.status.ready_replicas if pclq is not None and pclq.status is not None else 0
             if pclq is None or ready < pclq.spec.effective_min_available():
                 replica_available = False
-            fully = pclq is not None and pclq_fully_updated(pclq, pcs_hash)
+            fully = pclq is not None and pclq_fully_updated(pclq, hashes.get(clique.name), pcs_hash)
             updated_pclqs += int(fully)
             replica_updated = replica_updated and fully
         for group in groups:

@@ -1,7 +1,9 @@
 """PodCliqueScalingGroup status: per-replica scheduled/available/updated and MinAvailableBreached (§3.6).
 
 A PCSG replica only counts when all its member PodCliques (by expected name) exist; the breach condition is what
-PCSG- and PCS-level gang termination key on.
+PCSG- and PCS-level gang termination key on. A replica is "not in breach" when every member reports
+`MinAvailableBreached` False (or Unknown, while it is being updated); upstream also counts members that report
+nothing yet, which made a freshly rebuilt group look healthy for a moment and clear `GangTerminationInProgress`.
 """
 
 from __future__ import annotations
@@ -36,13 +38,15 @@ REASON_SUFFICIENT_AVAILABLE_REPLICAS = "SufficientAvailablePodCliqueScalingGroup
 _REASON_UPDATE_IN_PROGRESS = "UpdateInProgress"
 
 
-def pclq_fully_updated(pclq: PodClique, pcs_generation_hash: str | None) -> bool:
-    """True when the PodClique's pods all run its current template and it reports the PCS's generation hash."""
+def pclq_fully_updated(pclq: PodClique, template_hash: str | None, pcs_generation_hash: str | None) -> bool:
+    """True when the PodClique carries the newest template of its clique (`template_hash`; None: its own label),
+    all its pods run it, and it reports the PodCliqueSet's generation hash."""
     status = pclq.status
     if status is None:
         return False
     label_hash = (pclq.metadata.labels or {}).get(glabels.LABEL_POD_TEMPLATE_HASH)
-    if status.current_pod_template_hash is None or status.current_pod_template_hash != label_hash:
+    wanted = template_hash if template_hash is not None else label_hash
+    if label_hash != wanted or status.current_pod_template_hash is None or status.current_pod_template_hash != wanted:
         return False
     return pcs_generation_hash is None or status.current_pod_clique_set_generation_hash == pcs_generation_hash
 
@@ -60,15 +64,11 @@ def compute_scaling_group_status(
     by_name: Mapping[str, PodClique] = {
         p.metadata.name or "": p for p in pclqs if p.metadata.deletion_timestamp is None
     }
-    pcs_hash = pcs.status.current_generation_hash if pcs.status is not None else None
-    name = pcsg.metadata.name or ""
     template = pcs.spec.template
-    expected_hashes = {
-        c: hashing.pod_template_hash(tmpl, template.priority_class_name)
-        for c in pcsg.spec.clique_names
-        if (tmpl := template.clique(c)) is not None
-    }
-    scheduled = available = updated = not_in_breach = complete_replicas = 0
+    pcs_hash = hashing.generation_hash(template)
+    name = pcsg.metadata.name or ""
+    expected_hashes = hashing.clique_hashes(template)
+    scheduled = available = updated = not_in_breach = complete_replicas = updated_members = 0
     all_converged = True
     # Only replicas with member PodCliques can count: walk those, never `range(spec.replicas)`.
     for j in sorted(replica_indices(name, by_name, pcsg.spec.replicas)):
@@ -76,13 +76,17 @@ def compute_scaling_group_status(
         present = [m for m in members if m is not None]
         complete = len(present) == len(members)
         complete_replicas += int(complete)
-        for member, clique_name in zip(members, pcsg.spec.clique_names, strict=True):
-            if member is not None and (member.metadata.labels or {}).get(
-                glabels.LABEL_POD_TEMPLATE_HASH
-            ) != expected_hashes.get(clique_name):
-                all_converged = False
-        if complete and not any(
-            condition_status(m.status.conditions if m.status else None, CONDITION_MIN_AVAILABLE_BREACHED) == "True"
+        fresh = [
+            m is not None and pclq_fully_updated(m, expected_hashes.get(c), pcs_hash)
+            for m, c in zip(members, pcsg.spec.clique_names, strict=True)
+        ]
+        updated_members += sum(fresh)
+        all_converged = all_converged and all(fresh)
+        # A member not reporting yet (just created, by a rebuild say) is not healthy: only False (or Unknown, during
+        # its update) counts, so the breach does not flip to False, and clear GangTerminationInProgress, meanwhile.
+        if complete and all(
+            condition_status(m.status.conditions if m.status else None, CONDITION_MIN_AVAILABLE_BREACHED)
+            in ("False", "Unknown")
             for m in present
         ):
             not_in_breach += 1
@@ -95,8 +99,7 @@ def compute_scaling_group_status(
         if not all(_ready_enough(m) for m in present):
             continue
         available += 1
-        if all(pclq_fully_updated(m, pcs_hash) for m in present):
-            updated += 1
+        updated += int(all(fresh))
     all_converged = all_converged and complete_replicas == pcsg.spec.replicas
     status.update(
         replicas=pcsg.spec.replicas,
@@ -107,8 +110,13 @@ def compute_scaling_group_status(
     )
     progress = pcsg.status.update_progress if pcsg.status is not None else None
     in_update = progress is not None and progress.update_ended_at is None
-    if all_converged and not in_update and pcs_hash is not None:
+    if all_converged and not in_update:
         status["currentPodCliqueSetGenerationHash"] = pcs_hash
+    if "updateProgress" in status:
+        status["updateProgress"].update(
+            updatedPodCliquesCount=updated_members,
+            totalPodCliquesCount=pcsg.spec.replicas * len(pcsg.spec.clique_names),
+        )
     previous = pcsg.status.conditions if pcsg.status is not None else None
     min_available = pcsg.spec.effective_min_available()
     if in_update:

@@ -1,9 +1,10 @@
 """Stage 2: candidate domains at the deciding level, pruned by a necessary aggregate check.
 
-The deciding level is the gang's required key (hard: the gang must fit one domain), else its preferred key,
-else the rack key (soft: a domain that holds the whole gang is tried first, the whole cluster otherwise). The
-aggregate check is one bincount per group; a domain failing it cannot hold the gang, which also yields the
-"best domain" numbers for Unschedulable reasons.
+The deciding level is the gang's required key (hard: the gang must fit one domain), else its preferred key (soft:
+a domain of that level that holds the whole gang is tried first, then one of each broader level of the hierarchy
+in turn, then the whole cluster), else the narrowest level of the hierarchy above the hosts (soft: one such domain
+first, the whole cluster otherwise). The aggregate check is one bincount per group; a domain failing it cannot
+hold the gang, which also yields the "best domain" numbers for Unschedulable reasons.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class Level:
     domains: CodeArray
     names: tuple[str, ...]
     hard: bool
+    index: int = -1
+    """The level in the problem's hierarchy (-1: the whole cluster)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,21 +41,42 @@ class Candidates:
     reasons: tuple[str, ...]
 
 
-def deciding_level(problem: Problem, rack_key: str | None) -> Level:
-    """Pick the level whose domains are enumerated."""
+def deciding_level(problem: Problem) -> Level:
+    """Pick the level whose domains are enumerated first."""
     gang = problem.gang.topology
-    snapshot = problem.snapshot
-    for key, hard in ((gang.required_key, True), (gang.preferred_key, False), (rack_key, False)):
-        if key:
-            dom = snapshot.domains(key)
-            if hard or (dom >= 0).any():
-                return Level(key, dom, snapshot.domain_names(key), hard)
+    levels = problem.levels
+    if gang.required_key:
+        index = levels.index(gang.required_key)
+        assert index is not None  # every scope key is a level
+        return _level(problem, index, True)
+    if gang.preferred_key:
+        index = levels.index(gang.preferred_key)
+        assert index is not None
+        return _level(problem, index, False)
+    if levels.grouping:
+        return _level(problem, levels.grouping[-1], False)
+    return whole_cluster(problem)
+
+
+def broader_level(problem: Problem, level: Level) -> Level | None:
+    """The next level to try when no domain of a soft `level` holds the gang: for the gang's preferred level its
+    parent (KAI's fallback to a higher-level domain), then the whole cluster; None after the whole cluster."""
+    if level.key is None:
+        return None
+    levels = problem.levels
+    if problem.gang.topology.preferred_key and level.index >= 0 and levels.parent[level.index] >= 0:
+        return _level(problem, levels.parent[level.index], False)
     return whole_cluster(problem)
 
 
 def whole_cluster(problem: Problem) -> Level:
     """The whole cluster as one soft domain."""
-    return Level(None, np.zeros(problem.snapshot.num_nodes, dtype=np.int32), ("cluster",), False)
+    return Level(None, problem.whole, ("cluster",), False)
+
+
+def _level(problem: Problem, index: int, hard: bool) -> Level:
+    levels = problem.levels
+    return Level(levels.keys[index], levels.domains[index], levels.names[index], hard, index)
 
 
 def candidates(problem: Problem, level: Level) -> Candidates:
@@ -62,28 +86,46 @@ def candidates(problem: Problem, level: Level) -> Candidates:
         return Candidates(
             level, (), np.zeros((problem.num_groups, 0), np.int64), (f"topology key {level.key} is carried by no node",)
         )
-    count = int(level.domains.max()) + 1
-    dom = level.domains[labelled]
+    count = max(int(level.domains.max()) + 1, len(level.names))
+    usable = np.flatnonzero(labelled & problem.usable)  # only these nodes can hold a pod: the rest adds nothing
+    dom = level.domains[usable]
     slots = np.stack(
-        [np.bincount(dom, weights=problem.maxpods[g, labelled], minlength=count) for g in range(problem.num_groups)]
+        [np.bincount(dom, weights=problem.maxpods[g, usable], minlength=count) for g in range(problem.num_groups)]
     ).astype(np.int64)
     ok = np.ones(count, dtype=np.bool_)
     for p in range(len(problem.parent_names)):
         subs = [g for g in range(problem.num_groups) if problem.parent[g] == p]
         ok &= slots[subs].sum(axis=0) >= problem.parent_min[p]
     demand = (problem.req * problem.internal_min[:, None]).sum(axis=0)
-    usable = labelled & (problem.maxpods.max(axis=0) > 0)
-    free = np.maximum(problem.snapshot.free, 0)
     for r in np.flatnonzero(demand > 0):
-        total = np.bincount(level.domains[usable], weights=free[usable, r], minlength=count)
+        total = np.bincount(dom, weights=np.maximum(problem.snapshot.free[usable, r], 0), minlength=count)
         ok &= total >= demand[r]
-    gpu = problem.gpu
-    tight = np.bincount(dom, weights=free[labelled, gpu] if gpu is not None else None, minlength=count)
+    tight = _room(problem, level, count)
     cover = _exact_fit_cover(problem, level.domains, count)
-    order = sorted(np.flatnonzero(ok), key=lambda d: (-cover[d], tight[d], level.names[d]))
+    rank = np.empty(len(level.names), dtype=np.int64)
+    rank[np.argsort(np.asarray(level.names, dtype=object), kind="stable")] = np.arange(len(level.names))
+    found = np.flatnonzero(ok)
+    ranked = np.full(count, len(level.names), dtype=np.int64)
+    ranked[: rank.size] = rank[:count]
+    # tightest first: most exact-fit minimum pods, then fewest free GPUs, then name and id
+    order = found[np.lexsort((found, ranked[found], tight[found], -cover[found]))]
     ids = tuple(int(d) for d in order)
     reasons = () if ids else _explain(problem, level, slots)
     return Candidates(level, ids, slots, reasons)
+
+
+def _room(problem: Problem, level: Level, count: int) -> IntArray:
+    """Free GPUs per domain (every labelled node of it), the tightness candidates are ranked by."""
+    if level.index >= 0:
+        room: IntArray = problem.levels.room[level.index]
+        if room.size >= count:
+            return room[:count]
+    labelled = level.domains >= 0
+    if problem.gpu is None:
+        return np.zeros(count, dtype=np.int64)
+    free = np.maximum(problem.snapshot.free[labelled, problem.gpu], 0)
+    result: IntArray = np.bincount(level.domains[labelled], weights=free, minlength=count).astype(np.int64)
+    return result
 
 
 def _exact_fit_cover(problem: Problem, domains: CodeArray, count: int) -> IntArray:
@@ -148,7 +190,7 @@ def _node_reasons(problem: Problem, g: int) -> str:
     """kube-scheduler style counts for nodes that cannot host one pod of internal group g."""
     n = problem.snapshot.num_nodes
     avail = int((problem.maxpods[g] > 0).sum())
-    counts = problem.rejected[g]
+    counts = problem.reasons(g)
     if not counts:
         return f"{avail}/{n} nodes are available"
     text = ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -95,12 +95,11 @@ def _namespaces(term: PodAffinityTerm, default: str) -> tuple[str, ...]:
 
 
 def _bound_matches(snapshot: Snapshot, term: PodAffinityTerm, namespace: str) -> BoolArray:
-    """Bound pods matched by a term (selector and namespaces)."""
-    if not snapshot.pods:
+    """Bound pod rows matched by a term (selector and namespaces; departed rows never match)."""
+    if not len(snapshot.pods):
         return np.zeros(0, dtype=np.bool_)
-    wanted = set(_namespaces(term, namespace))
-    ns_ok = np.fromiter((ns in wanted for ns in snapshot.pod_namespaces), dtype=np.bool_, count=len(snapshot.pods))
-    return label_selector_mask(snapshot.pod_labels, term.selector) & ns_ok
+    ns_ok = snapshot.namespace_mask(_namespaces(term, namespace))
+    return label_selector_mask(snapshot.pod_labels, term.selector) & ns_ok & snapshot.pod_alive
 
 
 def _domains_holding(snapshot: Snapshot, key: str, pods: BoolArray) -> BoolArray:
@@ -119,7 +118,7 @@ def _bound_anti_affinity(snapshot: Snapshot, group: PodGroup, namespace: str) ->
     for term in group.pod_anti_affinity:
         banned |= _domains_holding(snapshot, term.topology_key, _bound_matches(snapshot, term, namespace))
     for i in snapshot.anti_affinity_pods:
-        pod = snapshot.pods[i]
+        pod = snapshot.pods[int(i)]
         for term in pod.anti_affinity:
             if namespace in _namespaces(term, pod.namespace) and selector_matches(term.selector, group.labels):
                 dom = snapshot.domains(term.topology_key)

@@ -26,13 +26,15 @@ class _Local:
     allowed: BoolArray
     free: IntArray
     empty: BoolArray
-    racks: CodeArray | None
+    groupings: list[CodeArray]
+    """Domains of each grouping level (broadest first) whose empty domains the tier "empty domains" counts."""
     pref_cost: IntArray
     required: list[CodeArray]
-    preferred: list[CodeArray]
+    preferred: list[list[CodeArray]]
+    """Per preferred scope, its chain's domains (broadest first)."""
     anti: list[CodeArray]
     touched: BoolArray
-    pref_touched: list[BoolArray]
+    pref_touched: list[list[BoolArray]]
 
 
 def greedy(problem: Problem, nodes: IntArray, tries: int = 1) -> IntArray | None:
@@ -40,18 +42,19 @@ def greedy(problem: Problem, nodes: IntArray, tries: int = 1) -> IntArray | None
     scope tries up to `tries` sub-domains, best first (see `MAX_SUBDOMAIN_TRIES`)."""
     snap = problem.snapshot
     maxpods = problem.maxpods[:, nodes]
+    levels = problem.levels
     loc = _Local(
         maxpods=maxpods,
         allowed=maxpods > 0,
         free=np.maximum(snap.free[nodes], 0),
         empty=snap.empty[nodes],
-        racks=problem.racks[nodes] if problem.racks is not None else None,
+        groupings=[levels.domains[level][nodes] for level in levels.grouping],
         pref_cost=problem.pref_cost[:, nodes],
         required=[scope.domains[nodes] for scope in problem.required],
-        preferred=[scope.domains[nodes] for scope in problem.preferred],
+        preferred=[[dom[nodes] for dom in scope.chain] for scope in problem.preferred],
         anti=[rule.domains[nodes] for rule in problem.anti],
         touched=np.zeros(nodes.size, dtype=np.bool_),
-        pref_touched=[np.zeros(nodes.size, dtype=np.bool_) for _ in problem.preferred],
+        pref_touched=[[np.zeros(nodes.size, dtype=np.bool_) for _ in scope.chain] for scope in problem.preferred],
     )
     counts = np.zeros_like(maxpods)
     order = sorted(range(problem.num_groups), key=lambda g: (-_size(problem, g), g))
@@ -68,11 +71,11 @@ def greedy(problem: Problem, nodes: IntArray, tries: int = 1) -> IntArray | None
     done: set[int] = set()
     # Choose each required scope's sub-domain against the capacity left by groups placed so far, and place a
     # group's minimum as soon as every scope containing it has chosen, so later scopes see what it used.
-    for s, scope in enumerate(problem.required):
+    for s in range(len(problem.required)):
         for g in order:
             pending[g].discard(s)
         ready = [g for g in order if g not in done and not pending[g]]
-        if not _place_in_subdomain(problem, loc, step, scope.groups, loc.required[s], ready, tries):
+        if not _place_in_subdomain(problem, loc, step, s, ready, tries):
             return None
         done.update(ready)
     for g in order:
@@ -111,7 +114,8 @@ class _Step:
                 loc.touched[node] = True
                 for s, scope in enumerate(problem.preferred):
                     if g in scope.groups:
-                        loc.pref_touched[s] |= loc.preferred[s] == loc.preferred[s][node]
+                        for touched, dom in zip(loc.pref_touched[s], loc.preferred[s], strict=True):
+                            touched |= dom == dom[node]
                 _apply_anti(problem, loc, g, node)
                 if counts[g, node] >= loc.maxpods[g, node]:
                     loc.allowed[g, node] = False
@@ -150,18 +154,26 @@ def _best_nodes(problem: Problem, loc: _Local, g: int, want: int, batch: bool) -
     keys.append((~loc.touched[idx] & loc.empty[idx]).astype(np.int64))
     if problem.fragile is not None:
         keys.append(problem.unusable(loc.free[idx] - np.minimum(fit, want)[:, None] * req[None, :]))
+    # opening an empty domain, then leaving a preferred scope's domains: narrowest level first in the key list,
+    # so that the broadest level is the most important key (lexsort sorts by the last key first)
     opens = np.zeros(idx.size, dtype=np.int64)
-    if loc.racks is not None:
-        racks = loc.racks[idx]
-        opened = np.zeros(problem.empty_racks.size + 1, dtype=np.bool_)
-        opened[loc.racks[loc.touched]] = True
-        opens = (problem.empty_racks[racks] & ~opened[racks] & (racks >= 0)).astype(np.int64)
-    keys.append(opens)
-    outside = np.zeros(idx.size, dtype=np.int64)
-    for s, scope in enumerate(problem.preferred):
-        if g in scope.groups and loc.pref_touched[s].any():
-            outside += ~loc.pref_touched[s][idx]
-    keys.append(outside)
+    for dom, empty in zip(reversed(loc.groupings), reversed(_grouping_empty(problem)), strict=True):
+        domains = dom[idx]
+        opened = np.zeros(empty.size + 1, dtype=np.bool_)
+        opened[dom[loc.touched]] = True
+        opening = (empty[domains] & ~opened[domains] & (domains >= 0)).astype(np.int64)
+        keys.append(opening)
+        opens |= opening
+    for level in reversed(range(len(problem.levels.keys))):
+        outside = np.zeros(idx.size, dtype=np.int64)
+        for s, scope in enumerate(problem.preferred):
+            if g not in scope.groups or level not in scope.chain_levels:
+                continue
+            touched = loc.pref_touched[s][scope.chain_levels.index(level)]
+            if touched.any():
+                outside += ~touched[idx]
+        if outside.any():
+            keys.append(outside)
     order = np.lexsort(tuple(keys))
     if not batch:
         best = int(order[0])
@@ -174,6 +186,12 @@ def _best_nodes(problem: Problem, loc: _Local, g: int, want: int, batch: bool) -
         if left <= 0 or opens[i]:
             break
     return chosen
+
+
+def _grouping_empty(problem: Problem) -> list[BoolArray]:
+    """Per grouping level (broadest first), whether each of its domains is empty."""
+    levels = problem.levels
+    return [levels.empty[level] for level in levels.grouping]
 
 
 def _apply_anti(problem: Problem, loc: _Local, g: int, node: int) -> None:
@@ -202,17 +220,16 @@ rack's block served later gangs better; as a second pass they cost 8 GPUs there 
 (13,773.3 vs 13,773.7)."""
 
 
-def _place_in_subdomain(
-    problem: Problem, loc: _Local, step: _Step, groups: tuple[int, ...], dom: CodeArray, ready: list[int], tries: int
-) -> bool:
-    """Restrict a required scope's groups to a sub-domain and place the minimum of the groups now `ready`,
+def _place_in_subdomain(problem: Problem, loc: _Local, step: _Step, s: int, ready: list[int], tries: int) -> bool:
+    """Restrict required scope s's groups to a sub-domain and place the minimum of the groups now `ready`,
     trying the next-best sub-domain (state rolled back) when they do not fit."""
-    choices = _subdomain_choices(problem, loc, groups, dom, joint=tries > 1)
+    groups, dom = problem.required[s].groups, loc.required[s]
+    choices = _subdomain_choices(problem, loc, s, joint=tries > 1)
     if choices is None:
         return False
     choices = choices[: max(tries, 1)]
     # Rollback state only when a second choice may follow (the first pass, one try, is greedy's hot path).
-    saved = [loc.allowed, loc.free, loc.touched, *loc.pref_touched, step.counts]
+    saved = [loc.allowed, loc.free, loc.touched, *(t for chain in loc.pref_touched for t in chain), step.counts]
     before = [array.copy() for array in saved] if len(choices) > 1 else []
     for k, choice in enumerate(choices):
         if k:
@@ -226,16 +243,15 @@ def _place_in_subdomain(
     return False
 
 
-def _subdomain_choices(
-    problem: Problem, loc: _Local, groups_: tuple[int, ...], dom: CodeArray, joint: bool
-) -> list[int | None] | None:
+def _subdomain_choices(problem: Problem, loc: _Local, s: int, joint: bool) -> list[int | None] | None:
     """A required scope's sub-domains whose remaining room fits their minimum, best first; [None] when there is
     no choice to make (one domain, or nothing to place); None when no sub-domain fits.
 
     Best = the tightest (fewest free GPUs on usable nodes: rack-level best fit, as the objective's tier 4), then
     the one holding the most minimum pods on already-used nodes (opens fewest empty nodes).
     """
-    groups = list(groups_)
+    scope = problem.required[s]
+    groups, dom = list(scope.groups), loc.required[s]
     usable = loc.allowed[groups].any(axis=0) & (dom >= 0)
     present = np.unique(dom[usable])
     if present.size == 0:

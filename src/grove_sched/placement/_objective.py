@@ -1,14 +1,23 @@
 """The single definition of placement cost, shared by greedy ranking, the CP-SAT model and reporting.
 
-Tiers are lexicographic: each weight exceeds the largest possible total of every tier below it (computed from
-this problem's own bounds), so a lower tier can never outweigh a higher one and the sum stays inside int64.
-Tiers, most important first (`TIERS`):
+The cost of a placement is a tuple of tier values compared lexicographically (`ObjectiveBreakdown.key`), never
+one weighted sum: the old sum multiplied every tier's upper bound over the whole cluster and overflowed int64
+from about 10,000 nodes, refusing gangs that fit. Greedy and the bounds compare tuples; CP-SAT, which needs one
+integer objective, weighs only the tiers of its own small model and solves them in stages when even those would
+not fit (`_cpsat`). Tiers, most important first (`TIERS`; three of them are vectors over the gang's topology
+hierarchy, `_levels`):
 
 1. missing extra pods (pods above each group's minimum that were not placed);
-2. extra preferred domains touched;
-3. empty racks opened;
-4. free GPUs in the chosen required domains ("room": domain-level best fit per required scope, i.e. fill the
-   fullest rack that fits; measured before placement over every labelled node of the domain);
+2. preferred domains: per level, broadest first, the extra domains each preferred scope touches at that level and
+   every broader one. A preferred rack that cannot hold the gang so falls back to one block, then one zone, before
+   spreading (KAI's behaviour), instead of scattering over racks anywhere;
+3. empty domains opened at the narrowest level above the hosts (racks, or whatever the cluster's own hierarchy
+   has there; the host level has tier 6). Counting broader levels too (empty blocks, zones) crowded single-rack
+   and one-pod gangs into used blocks and placed fewer GPUs on the openb trace (6,171 vs 6,198, seed 2);
+4. room: free GPUs, before placement, of the domains the required scopes chose (domain-level best fit: fill the
+   fullest rack that fits), at whatever level each scope is. The same at the broader levels, as a tie-breaker
+   between equally full racks, cost GPUs on the disaggregated benchmark sequences (3,370 -> 3,352 at 1,000 nodes);
+   it is not a tier;
 5. fragmented GPUs: free GPUs left on touched nodes that the cluster's typical GPU pod could not use for lack
    of CPU or memory (`_fragment`);
 6. empty nodes opened;
@@ -34,51 +43,44 @@ import numpy as np
 
 from grove_sched.model import ObjectiveBreakdown
 from grove_sched.placement._problem import Problem
-from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray
+from grove_sched.placement._snapshot import CodeArray, IntArray
 
-_INT64_SAFE = 2**62
+TIERS = ("missing", "violations", "domains", "room", "fragmented", "empty", "stranded", "missed")
+IMPOSSIBLE = np.iinfo(np.int64).max
+"""Every value of a bound row whose domain cannot hold some minimum: it sorts after every real cost."""
 
-TIERS = ("missing", "violations", "racks", "room", "fragmented", "empty", "stranded", "missed")
+Key = tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Weights:
-    """Weight of every tier, in `TIERS` order (most important first), plus each required scope's per-domain room
-    (tier 4's prices, computed once per gang because every evaluation needs them)."""
+class Layout:
+    """How many values each tier has for one problem (`TIERS` order); the key is their concatenation."""
 
-    tiers: tuple[int, ...]
-    rooms: tuple[IntArray, ...] = ()
+    sizes: tuple[int, ...]
 
-    def of(self, name: str) -> int:
-        """The weight of one tier by name."""
-        return self.tiers[TIERS.index(name)]
+    @property
+    def width(self) -> int:
+        """Length of a cost key."""
+        return sum(self.sizes)
+
+    def start(self, name: str) -> int:
+        """Position of a tier's first value in the key."""
+        return sum(self.sizes[: TIERS.index(name)])
+
+    def tier_of(self, position: int) -> tuple[int, int, int]:
+        """(tier index, entry within the tier, entries of the tier) of a key position."""
+        for i, size in enumerate(self.sizes):
+            if position < size:
+                return i, position, size
+            position -= size
+        raise IndexError(position)
 
 
-def weights(problem: Problem) -> Weights:
-    """Lexicographic weights from upper bounds of each tier on this problem."""
-    usable = problem.maxpods.max(axis=0) > 0
-    total_pods = int(problem.replicas.sum())
-    rooms = tuple(domain_room(problem, scope.domains) for scope in problem.required)
-    upper = {
-        "missing": total_pods,
-        "violations": total_pods * len(problem.preferred),
-        "racks": int(problem.empty_racks.sum()),
-        "empty": int((problem.snapshot.empty & usable).sum()),
-        "room": sum(int(room.max(initial=0)) for room in rooms),
-        "fragmented": int(np.maximum(node_gpus(problem), 0)[problem.fragile].sum())
-        if problem.fragile is not None
-        else 0,
-        "stranded": int(np.maximum(node_gpus(problem), 0)[usable].sum()),
-        "missed": int((problem.replicas * problem.pref_cost.max(axis=1, initial=0)).sum()),
-    }
-    result: list[int] = []
-    scale = 1
-    for name in reversed(TIERS):
-        result.append(scale)
-        scale *= upper[name] + 1
-    if scale >= _INT64_SAFE:
-        raise OverflowError("objective weights overflow int64; the gang or cluster is too large for one model")
-    return Weights(tuple(reversed(result)), rooms)
+def layout(problem: Problem) -> Layout:
+    """Tier sizes: one value per hierarchy level for preferred domains, per grouping level for empty domains, one
+    for the rest."""
+    sizes = {"violations": len(problem.levels.keys), "domains": len(problem.levels.grouping)}
+    return Layout(tuple(sizes.get(name, 1) for name in TIERS))
 
 
 def node_gpus(problem: Problem) -> IntArray:
@@ -89,35 +91,28 @@ def node_gpus(problem: Problem) -> IntArray:
     return result
 
 
-def domain_room(problem: Problem, domains: CodeArray) -> IntArray:
-    """Free GPUs per domain id before placement (labelled nodes only): tier 5 charges a scope its domain's room."""
-    labelled = domains >= 0
-    count = max(int(domains.max(initial=-1)) + 1, 1)
-    gpus = np.maximum(node_gpus(problem), 0)
-    result: IntArray = np.bincount(domains[labelled], weights=gpus[labelled], minlength=count).astype(np.int64)
-    return result
-
-
-def evaluate(problem: Problem, counts: IntArray, w: Weights, nodes: IntArray | None = None) -> ObjectiveBreakdown:
+def evaluate(problem: Problem, counts: IntArray, nodes: IntArray | None = None) -> ObjectiveBreakdown:
     """Cost of a placement given as pods per (internal group, node); `nodes` names the columns if not all."""
-    idx = nodes if nodes is not None else np.arange(problem.snapshot.num_nodes)
+    if nodes is None:  # every tier depends on the touched nodes only
+        nodes = np.flatnonzero(counts.any(axis=0))
+        counts = counts[:, nodes]
+    idx = nodes
+    levels = problem.levels
     touched = counts.sum(axis=0) > 0
     missing = int((problem.replicas - counts.sum(axis=1)).sum())
-    violations = 0
+    violations = [0] * len(levels.keys)
     for scope in problem.preferred:
-        used = counts[list(scope.groups)].sum(axis=0) > 0
-        violations += max(0, int(np.unique(scope.domains[idx[used]]).size) - 1)
-    racks = 0
-    if problem.racks is not None:
-        rack_ids = problem.racks[idx[touched]]
-        racks = int(problem.empty_racks[np.unique(rack_ids[rack_ids >= 0])].sum())
-    empty_nodes = int(problem.snapshot.empty[idx[touched]].sum())
+        used = idx[counts[list(scope.groups)].sum(axis=0) > 0]
+        for level, dom in zip(scope.chain_levels, scope.chain, strict=True):
+            violations[level] += max(0, int(np.unique(dom[used]).size) - 1)
+    opened = []
+    for level in levels.grouping:
+        ids = np.unique(levels.domains[level][idx[touched]])
+        opened.append(int(levels.empty[level][ids[ids >= 0]].sum()))
     room = 0
-    for s, scope in enumerate(problem.required):
-        used = counts[list(scope.groups)].sum(axis=0) > 0
-        ids = np.unique(scope.domains[idx[used]])
-        rooms = w.rooms[s] if len(w.rooms) == len(problem.required) else domain_room(problem, scope.domains)
-        room += int(rooms[ids[ids >= 0]].sum())
+    for scope in problem.required:
+        ids = np.unique(scope.domains[idx[counts[list(scope.groups)].sum(axis=0) > 0]])
+        room += int(levels.room[scope.level][ids[ids >= 0]].sum())
     stranded = fragmented = 0
     if problem.gpu is not None:
         used_gpu = (counts * problem.req[:, problem.gpu][:, None]).sum(axis=0)
@@ -126,85 +121,143 @@ def evaluate(problem: Problem, counts: IntArray, w: Weights, nodes: IntArray | N
             on = idx[touched]
             after = problem.snapshot.free[on] - counts[:, touched].T @ problem.req
             fragmented = int(problem.unusable(after).sum())
-    missed = int((counts * problem.pref_cost[:, idx]).sum())
-    values = {
-        "missing": missing,
-        "violations": violations,
-        "racks": racks,
-        "empty": empty_nodes,
-        "room": room,
-        "fragmented": fragmented,
-        "stranded": stranded,
-        "missed": missed,
-    }
-    weighted = sum(values[name] * t for name, t in zip(TIERS, w.tiers, strict=True))
     return ObjectiveBreakdown(
         missing_extra_pods=missing,
-        preferred_domain_violations=violations,
-        empty_racks_opened=racks,
-        empty_nodes_opened=empty_nodes,
-        stranded_gpus=stranded,
-        missed_preference_weight=missed,
-        weighted=weighted,
+        preferred_violations=tuple(violations),
+        empty_domains_opened=tuple(opened),
         required_domain_free_gpus=room,
         fragmented_gpus=fragmented,
+        empty_nodes_opened=int(problem.snapshot.empty[idx[touched]].sum()),
+        stranded_gpus=stranded,
+        missed_preference_weight=int((counts * problem.pref_cost[:, idx]).sum()),
+        levels=levels.keys,
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Floors:
-    """Per-domain lower bounds of single tiers for any placement confined to that domain."""
+def bound_rows(problem: Problem, domains: CodeArray, required_level: int | None = None) -> IntArray:
+    """Per domain id of `domains` (-1 = no domain), a lower bound on every tier value of any placement confined to
+    that domain, as one row per domain in key order (`IMPOSSIBLE` rows for domains that cannot hold a minimum).
 
-    missing: IntArray
-    racks: IntArray
-    empty: IntArray
-    impossible: BoolArray
+    With `required_level`, `domains` is that (required, deciding) level of the hierarchy: a required scope of the
+    level whose groups need pods is charged exactly its domain's room, which every plan confined to the domain
+    pays. Memoised per problem: prune bounds, the score's floors and the proofs all ask for the same rows."""
+    found = problem.memo.get(("rows", id(domains), required_level))
+    if found is not None and found[0] is domains:
+        rows_found: IntArray = found[1]
+        return rows_found
+    rows = _bound_rows(problem, domains, required_level)
+    rows.flags.writeable = False
+    problem.memo[("rows", id(domains), required_level)] = (domains, rows)
+    return rows
 
 
-def floors(problem: Problem, domains: CodeArray) -> Floors:
-    """Cheap per-domain lower bounds (-1 = no domain): pods that cannot fit at all (tier 1), an empty rack that
-    must be opened when the domain's usable nodes all sit in empty racks (tier 3) and, per group, the empty nodes
-    needed once non-empty nodes are full (tier 4); `impossible` marks domains that cannot hold some minimum."""
+def _bound_rows(problem: Problem, domains: CodeArray, required_level: int | None) -> IntArray:
+    lay = layout(problem)
     count = max(int(domains.max(initial=-1)) + 1, 1)
-    usable = (problem.maxpods.max(axis=0) > 0) & (domains >= 0)
-    empty = problem.snapshot.empty
-    dom = domains[usable]
-    missing = np.zeros(count, dtype=np.int64)
-    opened = np.zeros(count, dtype=np.int64)
+    rows = np.zeros((count, lay.width), dtype=np.int64)
+    idx = np.flatnonzero(problem.usable & (domains >= 0))  # the only nodes a plan can use
+    dom = domains.take(idx)
+    empty = problem.snapshot.empty.take(idx)
     impossible = np.zeros(count, dtype=np.bool_)
+    opened = np.zeros(count, dtype=np.int64)
+    most: list[IntArray] = []
     for g in range(problem.num_groups):
-        mp = problem.maxpods[g, usable]
+        mp = problem.maxpods[g].take(idx)
         slots = np.bincount(dom, weights=mp, minlength=count).astype(np.int64)
-        missing += np.maximum(problem.replicas[g] - slots, 0)
+        rows[:, lay.start("missing")] += np.maximum(problem.replicas[g] - slots, 0)
         if len(problem.parent_of(problem.parent_names[problem.parent[g]])) > 1:
             continue  # a split group's minimum is shared between sub-groups; no per-group claim
-        busy = np.bincount(dom, weights=np.where(empty[usable], 0, mp), minlength=count).astype(np.int64)
+        busy = np.bincount(dom, weights=np.where(empty, 0, mp), minlength=count).astype(np.int64)
         per_empty = np.zeros(count, dtype=np.int64)
-        np.maximum.at(per_empty, dom, np.where(empty[usable], mp, 0))
+        np.maximum.at(per_empty, dom, np.where(empty, mp, 0))
+        per_node = np.zeros(count, dtype=np.int64)
+        np.maximum.at(per_node, dom, mp)
+        most.append(per_node)
         short = np.maximum(problem.internal_min[g] - busy, 0)
         impossible |= (short > 0) & (per_empty == 0)
         opened = np.maximum(opened, -(-short // np.maximum(per_empty, 1)))
-    racks = np.zeros(count, dtype=np.int64)
-    if problem.racks is not None and int(problem.internal_min.sum()) > 0:
-        rack = problem.racks[usable]
-        in_empty_rack = (rack >= 0) & problem.empty_racks[np.maximum(rack, 0)]
-        outside = np.bincount(dom, weights=~in_empty_rack, minlength=count)
-        racks = ((outside == 0) & (np.bincount(dom, minlength=count) > 0)).astype(np.int64)
-    return Floors(missing, racks, opened, impossible)
+    rows[:, lay.start("empty")] = opened
+    rows[:, lay.start("stranded")] = _stranded_floor(problem, idx, dom, count, most)
+    needs = int(problem.internal_min.sum()) > 0
+    levels = problem.levels
+    for i, level in enumerate(levels.grouping):
+        if not needs:
+            break
+        ids = levels.domains[level].take(idx)
+        in_empty = (ids >= 0) & levels.empty[level][np.maximum(ids, 0)]
+        outside = np.bincount(dom, weights=~in_empty, minlength=count)
+        rows[:, lay.start("domains") + i] = (outside == 0) & (np.bincount(dom, minlength=count) > 0)
+    for scope in problem.preferred:
+        _violation_floors(problem, scope.groups, scope.chain_levels, scope.chain, domains, rows, lay)
+    if required_level is not None:
+        for scope in problem.required:
+            if scope.level == required_level and int(problem.internal_min[list(scope.groups)].sum()) > 0:
+                room = levels.room[required_level]
+                known = min(count, room.size)
+                rows[:known, lay.start("room")] += room[:known]
+    rows[impossible] = IMPOSSIBLE
+    return rows
 
 
-def lower_bounds(problem: Problem, domains: CodeArray, w: Weights) -> IntArray:
-    """A valid lower bound on the weighted cost of any placement confined to each domain (-1 = no domain);
-    unplaceable domains get a huge bound. Used as CP-SAT's objective floor and to prove optimality."""
-    f = floors(problem, domains)
-    bound = f.missing * w.of("missing") + f.racks * w.of("racks") + f.empty * w.of("empty")
-    result: IntArray = np.where(f.impossible, np.iinfo(np.int64).max, bound)
+def _violation_floors(
+    problem: Problem,
+    groups: tuple[int, ...],
+    chain_levels: tuple[int, ...],
+    chain: tuple[CodeArray, ...],
+    domains: CodeArray,
+    rows: IntArray,
+    lay: Layout,
+) -> None:
+    """A preferred scope touches at least two domains of a level (one violation) when no single domain of that
+    level inside the confining domain has the slots for the scope's minimum."""
+    need = int(problem.internal_min[list(groups)].sum())
+    if need == 0:
+        return
+    slots = problem.maxpods[list(groups)].sum(axis=0)
+    usable = (slots > 0) & (domains >= 0)
+    count = rows.shape[0]
+    for level, dom in zip(chain_levels, chain, strict=True):
+        pair = domains[usable].astype(np.int64) * (int(dom.max(initial=0)) + 1) + dom[usable]
+        keys, inverse = np.unique(pair, return_inverse=True)
+        per_pair = np.bincount(inverse.reshape(-1), weights=slots[usable]).astype(np.int64)
+        best = np.zeros(count, dtype=np.int64)
+        np.maximum.at(best, keys // (int(dom.max(initial=0)) + 1), per_pair)
+        rows[:, lay.start("violations") + level] += (best < need).astype(np.int64)
+
+
+def _stranded_floor(problem: Problem, idx: IntArray, dom: CodeArray, count: int, most: list[IntArray]) -> IntArray:
+    """Per domain, a floor on stranded GPUs: a group's minimum needs at least ceil(min / most pods one node takes)
+    nodes, each leaving at least the domain's least free GPUs, less every GPU the gang could use. Domains where
+    a usable node has negative free GPUs get 0 (the tier can be negative there). `idx` are the usable nodes,
+    `dom` their domains, `most` per whole (unsplit) group the most pods one node of each domain takes."""
+    result = np.zeros(count, dtype=np.int64)
+    if problem.gpu is None:
+        return result
+    least = np.full(count, IMPOSSIBLE, dtype=np.int64)
+    np.minimum.at(least, dom, problem.snapshot.free[:, problem.gpu].take(idx))
+    needed = np.zeros(count, dtype=np.int64)
+    whole = [
+        g for g in range(problem.num_groups) if len(problem.parent_of(problem.parent_names[problem.parent[g]])) == 1
+    ]
+    for g, per_node in zip(whole, most, strict=True):
+        needed = np.maximum(needed, -(-int(problem.internal_min[g]) // np.maximum(per_node, 1)))
+    used = int((problem.replicas * problem.req[:, problem.gpu]).sum())
+    valid = (least >= 0) & (least < IMPOSSIBLE)
+    result[valid] = np.maximum(needed[valid] * least[valid] - used, 0)
     return result
 
 
+def least_row(rows: IntArray) -> Key:
+    """The lexicographically least row (a valid lower bound on every plan when each row bounds its domain)."""
+    if rows.shape[0] == 0:
+        return ()
+    order = np.lexsort(rows.T[::-1])
+    return tuple(int(x) for x in rows[order[0]])
+
+
 def room_floor(problem: Problem) -> int:
-    """A lower bound on tier 5: per required scope whose groups need pods, the least room among the domains whose
-    slots can hold the scope's minimum (every feasible placement picks one of them)."""
+    """A lower bound on the room tier: per required scope whose groups need pods, the least room among the domains
+    whose slots can hold the scope's minimum (every feasible placement picks one of them)."""
     total = 0
     for scope in problem.required:
         groups = list(scope.groups)
@@ -218,7 +271,7 @@ def room_floor(problem: Problem) -> int:
             weights=problem.maxpods[np.ix_(np.asarray(groups, dtype=np.int64), np.flatnonzero(labelled))].sum(axis=0),
             minlength=count,
         )
-        room = domain_room(problem, scope.domains)
-        fits = slots >= need
+        room = problem.levels.room[scope.level][:count]
+        fits = slots[: room.size] >= need
         total += int(room[fits].min()) if fits.any() else 0
     return total

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from grove_sched.model import (
 )
 from grove_sched.placement._filters import filter_group, insufficient, max_pods
 from grove_sched.placement._fragment import Profile, may_fragment, unusable_gpus
+from grove_sched.placement._levels import Hierarchy, build_hierarchy
 from grove_sched.placement._selectors import selector_matches
 from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray, Snapshot
 
@@ -35,12 +37,22 @@ class InvalidGang(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """Groups that must (required) or should (preferred) share one domain of `key`."""
+    """Groups that must (required) or should (preferred) share one domain of `key`.
+
+    `level` is the key's level in the problem's hierarchy and `chain` the domains of that level and every broader
+    one, broadest first (`domains` is the last): a preferred scope that cannot fit one domain of its level falls
+    back to one domain of the next broader level. A required scope's chain is its own level only (its parents'
+    room as a tie-breaker cost GPUs on the benchmark sequences). For preferred scopes a node lacking a label counts
+    as a domain of its own.
+    """
 
     name: str
     groups: tuple[int, ...]
     key: str
     domains: CodeArray
+    level: int = -1
+    chain: tuple[CodeArray, ...] = ()
+    chain_levels: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +85,7 @@ class Problem:
     preferred: tuple[Scope, ...]
     anti: tuple[AntiRule, ...]
     gpu: int | None
-    racks: CodeArray | None
-    empty_racks: BoolArray
+    levels: Hierarchy
     rejected: tuple[Counter[str], ...]
     internal_min: IntArray
     profile: Profile | None = None
@@ -82,6 +93,40 @@ class Problem:
     """Nodes where this gang could leave unusable GPUs (`_fragment.may_fragment`); None: nowhere."""
     static: tuple[BoolArray, ...] = ()
     """Per PodGroup, the nodes its pods may use whatever runs there (`GroupFilter.static`)."""
+    masks: tuple[BoolArray, ...] = ()
+    """Per internal group, the nodes its filters let through (resources aside)."""
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Values derived from the problem alone (bound rows per level), computed once per placement."""
+
+    def reasons(self, g: int) -> Counter[str]:
+        """Why nodes cannot take a pod of internal group g, kube-scheduler style (counted only when a message
+        needs them: most placements never do)."""
+        found = self.memo.get(("reasons", g))
+        if found is None:
+            found = Counter(self.rejected[g])
+            if self.masks:
+                found.update(insufficient(self.snapshot, self.masks[g], self.req[g]))
+            self.memo[("reasons", g)] = found
+        result: Counter[str] = found
+        return result
+
+    @property
+    def usable(self) -> BoolArray:
+        """Nodes some group can use."""
+        found = self.memo.get("usable")
+        if found is None:
+            found = self.memo["usable"] = self.maxpods.max(axis=0) > 0
+        result: BoolArray = found
+        return result
+
+    @property
+    def whole(self) -> CodeArray:
+        """Every node in one domain (the whole cluster as a level)."""
+        found = self.memo.get("whole")
+        if found is None:
+            found = self.memo["whole"] = np.zeros(self.snapshot.num_nodes, dtype=np.int32)
+        result: CodeArray = found
+        return result
 
     @property
     def num_groups(self) -> int:
@@ -126,25 +171,21 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
     )
     pref_cost = np.stack([filters[parent_t[g]].pref_cost for g in range(len(names))])
     rejected = [Counter(filters[parent_t[g]].rejected) for g in range(len(names))]
-    for g in range(len(names)):
-        rejected[g].update(insufficient(snapshot, filters[parent_t[g]].mask, req[g]))
     subs = {group.name: tuple(g for g in range(len(names)) if parent_t[g] == p) for p, group in enumerate(gang.groups)}
     everything = tuple(range(len(names)))
-    required: list[Scope] = []
-    preferred: list[Scope] = []
+    wanted: list[tuple[str, tuple[int, ...], str, bool]] = []  # (name, groups, key, required)
 
     def add(name: str, groups: tuple[int, ...], topo: TopologyConstraint) -> None:
         if topo.required_key:
-            required.append(Scope(name, groups, topo.required_key, snapshot.domains(topo.required_key)))
+            wanted.append((name, groups, topo.required_key, True))
         if topo.preferred_key:
-            preferred.append(Scope(name, groups, topo.preferred_key, _spread_missing(snapshot, topo.preferred_key)))
+            wanted.append((name, groups, topo.preferred_key, False))
 
     add(f"gang {gang.name}", everything, gang.topology)
     for cfg in gang.group_configs:
         add(f"group config {cfg.name}", tuple(g for name in cfg.group_names for g in subs[name]), cfg.topology)
     for group in gang.groups:
         add(f"group {group.name}", subs[group.name], group.topology)
-    anti: list[AntiRule] = []
     for p, group in enumerate(gang.groups):
         for term in group.pod_affinity:
             if term not in filters[p].self_affinity:
@@ -155,26 +196,28 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
                     f"group {group.name} requires pod affinity to pods that neither exist nor are in the gang"
                 )
             groups = tuple(sorted(set(subs[group.name]) | set(members)))
-            required.append(
-                Scope(f"pod affinity of {group.name}", groups, term.topology_key, snapshot.domains(term.topology_key))
-            )
+            wanted.append((f"pod affinity of {group.name}", groups, term.topology_key, True))
         for weighted in group.preferred_pod_affinity:
             # Among the gang's own pods a preference is a preferred scope (bound pods are _filters' pref_cost).
             term = weighted.term
             members = _members(gang, term.selector, term.namespaces, subs)
             if members:
                 groups = tuple(sorted(set(subs[group.name]) | set(members)))
-                scope = Scope(
-                    f"preferred pod affinity of {group.name}", groups, term.topology_key,
-                    _spread_missing(snapshot, term.topology_key),
-                )  # fmt: skip
-                if all((s.groups, s.key) != (groups, term.topology_key) for s in preferred):
-                    preferred.append(scope)
+                if all((g, k) != (groups, term.topology_key) for _, g, k, hard in wanted if not hard):
+                    wanted.append((f"preferred pod affinity of {group.name}", groups, term.topology_key, False))
+    levels = build_hierarchy(
+        snapshot, gang.topology_levels or options.default_levels, {key for _, _, key, _ in wanted}, options.hostname_key
+    )
+    required = [_scope(levels, name, groups, key, False) for name, groups, key, hard in wanted if hard]
+    preferred = [_scope(levels, name, groups, key, True) for name, groups, key, hard in wanted if not hard]
+    anti: list[AntiRule] = []
+    for group in gang.groups:
         for term in group.pod_anti_affinity:
             members = _members(gang, term.selector, term.namespaces, subs)
             if members:
                 dom = snapshot.domains(term.topology_key)
-                per_node = term.topology_key == options.hostname_key or _unique(dom)
+                # every node its own domain (and every node labelled: an unlabelled node is in no domain at all)
+                per_node = term.topology_key == options.hostname_key or (_unique(dom) and bool((dom >= 0).all()))
                 if per_node:
                     dom = np.arange(snapshot.num_nodes, dtype=np.int32)
                 anti.extend(AntiRule(g, members, term.topology_key, dom, per_node) for g in subs[group.name])
@@ -189,10 +232,6 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
         if rule.per_node and rule.group in rule.members:
             maxpods[rule.group] = np.minimum(maxpods[rule.group], 1)
     gpu = snapshot.resource_index(GPU)
-    racks = snapshot.domains(options.rack_key) if options.rack_key else None
-    if racks is not None and not (racks >= 0).any():
-        racks = None
-    empty_racks = _empty_racks(snapshot, racks)
     maxpods.flags.writeable = False
     profile = snapshot.gpu_pod_profile if gpu is not None else None
     fragile = None
@@ -217,13 +256,13 @@ def build_problem(snapshot: Snapshot, gang: GangRequest, options: PlacementOptio
         preferred=tuple(preferred),
         anti=tuple(anti),
         gpu=gpu,
-        racks=racks,
-        empty_racks=empty_racks,
+        levels=levels,
         rejected=tuple(rejected),
         internal_min=_internal_min(gang, parent_t, replicas),
         profile=profile,
         fragile=fragile,
         static=tuple(f.static for f in filters),
+        masks=tuple(filters[parent_t[g]].mask for g in range(len(names))),
     )
 
 
@@ -326,20 +365,11 @@ def _unique(dom: CodeArray) -> bool:
     return bool(labelled.size) and int(np.bincount(labelled).max()) <= 1
 
 
-def _spread_missing(snapshot: Snapshot, key: str) -> CodeArray:
-    """Preferred-key domains where a node lacking the label counts as a domain of its own."""
-    dom = snapshot.domains(key).copy()
-    missing = np.flatnonzero(dom < 0)
-    dom[missing] = len(snapshot.domain_names(key)) + np.arange(missing.size, dtype=np.int32)
-    return dom
-
-
-def _empty_racks(snapshot: Snapshot, racks: CodeArray | None) -> BoolArray:
-    """Per rack id: no node of the rack has anything bound."""
-    if racks is None:
-        return np.zeros(0, dtype=np.bool_)
-    count = int(racks.max()) + 1
-    labelled = racks >= 0
-    busy = np.bincount(racks[labelled], weights=(snapshot.pod_count[labelled] > 0), minlength=count)
-    result: BoolArray = busy == 0
-    return result
+def _scope(levels: Hierarchy, name: str, groups: tuple[int, ...], key: str, spread: bool) -> Scope:
+    """A scope over `key`'s level of the hierarchy (every scope key is one of its levels); `spread` (preferred
+    scopes) gives it the chain of broader levels and unlabelled nodes their own domains."""
+    level = levels.index(key)
+    assert level is not None  # `build_hierarchy` adds every scope key
+    chain_levels = levels.chain(level) if spread else (level,)
+    chain = tuple(levels.spread(lv) if spread else levels.domains[lv] for lv in chain_levels)
+    return Scope(name, groups, key, chain[-1], level, chain, chain_levels)

@@ -63,10 +63,12 @@ def enumerate_patterns(problem: Problem, nodes: IntArray, limit: int) -> IntArra
 
 def class_columns(problem: Problem, nodes: IntArray, per_node_rules: bool) -> IntArray:
     """Per node, every attribute the model distinguishes; equal rows are interchangeable nodes."""
-    cols: list[IntArray] = [scope.domains[nodes].astype(np.int64) for scope in problem.required + problem.preferred]
+    cols: list[IntArray] = [
+        dom[nodes].astype(np.int64) for scope in problem.required + problem.preferred for dom in scope.chain
+    ]
     cols.extend(rule.domains[nodes].astype(np.int64) for rule in problem.anti if per_node_rules or not rule.per_node)
-    if problem.racks is not None:
-        cols.append(problem.racks[nodes].astype(np.int64))
+    levels = problem.levels
+    cols.extend(levels.domains[level][nodes].astype(np.int64) for level in levels.grouping)
     cols.append(problem.snapshot.empty[nodes].astype(np.int64))
     stacked = [np.stack(cols, axis=1)] if cols else []
     stacked += [np.maximum(problem.snapshot.free[nodes], 0), problem.maxpods[:, nodes].T, problem.pref_cost[:, nodes].T]

@@ -1,20 +1,27 @@
-"""Executable images: run an init container for real as a local subprocess.
+"""Executable images: run a container for real as a local subprocess.
 
-A simulated kubelet cannot pull images, but some init containers matter to the behaviour under test (Grove's
-``grove-initc`` holds a pod until its parents are Ready). An "executable images" mapping (image prefix → local
-command line, from ``grove-sim up --exec-image PREFIX=COMMAND`` or the Python API) names such images. The matched
-command runs with the container's ``args`` appended and this environment:
+A simulated kubelet cannot pull images, but some containers matter to the behaviour under test (Grove's
+``grove-initc`` holds a pod until its parents are Ready; a Deployment of a local program serves HTTP). An
+"executable images" mapping (image prefix → local command line, from ``grove-sim up --exec-image PREFIX[=COMMAND]``
+or the Python API) names such images. The process runs the container's ``command`` + ``args`` looked up on
+grove-sim's PATH, as an image's entry point would be, or, when the container sets no command, COMMAND + ``args``
+(a prefix mapped to no COMMAND requires the container to set ``command``); ``$(VAR)`` references in the command
+and arguments are expanded from the environment as a kubelet does. Its environment:
 
-- the container's ``env`` entries with ``value`` or a downward-API ``fieldRef`` resolved;
-- ``KUBECONFIG``: a kubeconfig of its own for this simulated server, carrying the token the container would find
-  in its service-account volume (never the administrator's credentials), or no credentials at all;
+- ``KUBERNETES_SERVICE_HOST``/``KUBERNETES_SERVICE_PORT`` (the API server), ``HOSTNAME`` (the pod's name, as a
+  kubelet sets the pod's hostname), ``POD_NAME``, ``POD_NAMESPACE``, ``POD_IP``;
+- the container's ``env`` entries with ``value`` or a downward-API ``fieldRef``/``resourceFieldRef`` resolved;
+- ``KUBECONFIG``: a kubeconfig of its own for this simulated server (with grove-sim's CA when it serves HTTPS),
+  carrying the token the container would find in its service-account volume (never the administrator's
+  credentials), or no credentials at all;
 - ``GROVE_SIM_POD_INFO_DIR``: a temp dir holding one sub-directory per downward-API or Secret volume of the pod,
   with the volume's files materialised (e.g. ``<dir>/podinfo/labels``);
 - ``GROVE_SIM_MOUNT_<VOLUME>`` (volume name upper-cased, ``-`` and ``.`` as ``_``): the local directory that stands
   in for that volume's ``mountPath``, and ``GROVE_SIM_MOUNTS``: a JSON map ``{mountPath: local dir}``.
 
 The process lives in grove-sim's process group and, on Linux, is killed if grove-sim dies, so a killed simulator
-leaves no waiting init container behind. Its output is kept only as a bounded tail (the termination message).
+leaves no container behind. Its output goes to a sink (the container's log ring) and its tail becomes the
+termination message.
 """
 
 from __future__ import annotations
@@ -30,14 +37,30 @@ import signal
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from math import ceil
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
 from grove_sim.machinery.kubeconfig import kubeconfig_document
+from grove_sim.machinery.quantity import QuantityError, parse_quantity
 
-__all__ = ["ExecProcess", "ExecResult", "match_exec_image", "resolve_field_ref", "start_container"]
+__all__ = [
+    "ExecProcess",
+    "ExecResult",
+    "NoCommand",
+    "PodRuntime",
+    "container_argv",
+    "expand",
+    "match_exec_image",
+    "resolve_field_ref",
+    "resolve_resource_ref",
+    "start_container",
+]
 
 OUTPUT_TAIL = 4096
 """Bytes of a process's output kept: the tail becomes the termination message."""
@@ -73,9 +96,58 @@ def resolve_field_ref(pod: Mapping[str, Any], path: str) -> str:
         "spec.nodeName": spec.get("nodeName"),
         "spec.serviceAccountName": spec.get("serviceAccountName"),
         "status.podIP": status.get("podIP"),
+        "status.podIPs": status.get("podIP"),
         "status.hostIP": status.get("hostIP"),
     }
     return str(simple.get(path) or "")
+
+
+class NoCommand(OSError):
+    """The image is mapped to no command and the container sets none (kubelet's ``StartError``)."""
+
+
+def container_argv(command: str, container: Mapping[str, Any]) -> list[str]:
+    """The argv of ``container``: its ``command`` + ``args`` (looked up on PATH by the exec), else the mapped
+    ``command`` line + ``args``; raises :class:`NoCommand` when neither names a program."""
+    args = [str(a) for a in container.get("args") or []]
+    own = [str(c) for c in container.get("command") or []]
+    if own:
+        return own + args
+    mapped = shlex.split(command)
+    if not mapped:
+        raise NoCommand(f"no command specified: image {container.get('image')!r} has no entry point mapped")
+    return mapped + args
+
+
+def resolve_resource_ref(pod: Mapping[str, Any], container: Mapping[str, Any], ref: Mapping[str, Any]) -> str:
+    """A downward-API ``resourceFieldRef`` value: the container's request or limit divided by ``divisor``, rounded
+    up as kubelet does ("0" when unset; a real kubelet would use the node's allocatable for an unset limit)."""
+    name = ref.get("containerName") or container.get("name")
+    target = next((c for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name") == name), container)
+    kind, _, resource = str(ref.get("resource", "")).partition(".")
+    value = ((target.get("resources") or {}).get(kind) or {}).get(resource)
+    try:
+        amount = parse_quantity(value) if value is not None else Fraction(0)
+        divisor = parse_quantity(ref.get("divisor") or "1") or Fraction(1)
+    except QuantityError:
+        return "0"
+    return str(ceil(amount / divisor))
+
+
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion of a command or argument: a defined variable is replaced, ``$$`` is a
+    literal ``$``, anything else is left as written (kubelet's ``expansion.Expand``)."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "$"
+        return env.get(name, match.group(0))
+
+    return _REFERENCE.sub(replace, text)
 
 
 class ExecResult:
@@ -139,9 +211,13 @@ _PRE_EXEC = _die_with_parent()
 class ExecProcess:
     """A running executable-image container: its pid, SIGTERM/SIGKILL, and how it ended (files removed then)."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, tmp: tempfile.TemporaryDirectory[str]) -> None:
+    def __init__(
+        self, proc: asyncio.subprocess.Process, tmp: tempfile.TemporaryDirectory[str], env: Mapping[str, str]
+    ) -> None:
         self._proc = proc
         self._tmp = tmp
+        self.env = dict(env)
+        """The environment it runs with (exec probes run with it too)."""
 
     @property
     def pid(self) -> int:
@@ -169,13 +245,15 @@ class ExecProcess:
             with contextlib.suppress(ProcessLookupError):
                 await self._proc.wait()
 
-    async def wait(self) -> ExecResult:
-        """Wait for the exit, keeping only the output's tail; cancelled, the process is killed first."""
+    async def wait(self, sink: Callable[[bytes], None] | None = None) -> ExecResult:
+        """Wait for the exit, passing output to ``sink`` and keeping its tail; cancelled, the process is killed."""
         tail = b""
         try:
             assert self._proc.stdout is not None
             while chunk := await self._proc.stdout.read(65536):
                 tail = (tail + chunk)[-OUTPUT_TAIL:]
+                if sink is not None:
+                    sink(chunk)
             code = await self._proc.wait()
         except asyncio.CancelledError:
             self.send(signal.SIGKILL)
@@ -187,37 +265,57 @@ class ExecProcess:
         return ExecResult(code, tail.decode(errors="replace"))
 
 
-def _environment(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class PodRuntime:
+    """What the kubelet gives a pod's processes: the API server to reach, its CA, the pod's IP and token."""
+
+    server_url: str
+    token: str | None = None
+    ca_data: bytes | None = None
+    """PEM of the CA that signed the server's certificate (HTTPS only)."""
+    pod_ip: str = ""
+
+
+def _environment(pod: Mapping[str, Any], container: Mapping[str, Any], runtime: PodRuntime) -> dict[str, str]:
+    meta = pod.get("metadata") or {}
     env = dict(os.environ)
+    server = urlsplit(runtime.server_url)
+    env["KUBERNETES_SERVICE_HOST"] = server.hostname or "127.0.0.1"
+    env["KUBERNETES_SERVICE_PORT"] = str(server.port or (443 if server.scheme == "https" else 80))
+    env["HOSTNAME"] = env["POD_NAME"] = str(meta.get("name", ""))
+    env["POD_NAMESPACE"] = str(meta.get("namespace") or "default")
+    env["POD_IP"] = runtime.pod_ip
     for entry in container.get("env") or []:
         name = entry.get("name")
         if not name:
             continue
+        source = entry.get("valueFrom") or {}
         if "value" in entry:
             env[name] = str(entry["value"])
-        elif (entry.get("valueFrom") or {}).get("fieldRef"):
-            env[name] = resolve_field_ref(pod, entry["valueFrom"]["fieldRef"].get("fieldPath", ""))
+        elif source.get("fieldRef"):
+            env[name] = resolve_field_ref(pod, source["fieldRef"].get("fieldPath", ""))
+        elif source.get("resourceFieldRef"):
+            env[name] = resolve_resource_ref(pod, container, source["resourceFieldRef"])
     return env
 
 
 async def start_container(
-    command: str,
+    argv: list[str],
     pod: Mapping[str, Any],
     container: Mapping[str, Any],
-    *,
-    server_url: str,
-    token: str | None,
+    runtime: PodRuntime,
     secrets: Mapping[str, Mapping[str, bytes]] | None = None,
 ) -> ExecProcess:
-    """Start ``command`` (plus the container's args) for ``container`` of ``pod``; raises OSError if it cannot.
+    """Start ``argv`` for ``container`` of ``pod`` (whose status carries its IP); raises OSError if it cannot.
 
-    ``token`` is the bearer token its kubeconfig carries; ``secrets`` the files of the pod's Secret volumes.
+    ``runtime`` holds the server, CA and bearer token its kubeconfig carries; ``secrets`` the files of the pod's
+    Secret volumes.
     """
     tmp = tempfile.TemporaryDirectory(prefix="grove-sim-pod-")
     try:
         root = Path(tmp.name)
         volumes = _materialise(pod, root / "volumes", secrets or {})
-        env = _environment(pod, container)
+        env = _environment(pod, container, runtime)
         mounts: dict[str, str] = {}
         for mount in container.get("volumeMounts") or []:
             local = volumes.get(str(mount.get("name")))
@@ -226,14 +324,15 @@ async def start_container(
                 mounts[str(mount.get("mountPath"))] = str(local)
         namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
         kubeconfig = root / "kubeconfig"
-        document = kubeconfig_document(server_url, token=token, namespace=namespace, user="pod")
+        document = kubeconfig_document(
+            runtime.server_url, token=runtime.token, namespace=namespace, user="pod", ca_data=runtime.ca_data
+        )
         kubeconfig.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
         env["KUBECONFIG"] = str(kubeconfig)
         env["GROVE_SIM_POD_INFO_DIR"] = str(root / "volumes")
         env["GROVE_SIM_MOUNTS"] = json.dumps(mounts)
-        argv = shlex.split(command) + [str(a) for a in container.get("args") or []]
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *[expand(arg, env) for arg in argv],
             env=env,
             cwd=root,
             stdin=asyncio.subprocess.DEVNULL,
@@ -244,4 +343,4 @@ async def start_container(
     except BaseException:
         tmp.cleanup()
         raise
-    return ExecProcess(proc, tmp)
+    return ExecProcess(proc, tmp, env)

@@ -15,7 +15,7 @@ from typing import Any
 
 from grove_sim.storage.store import Store
 
-__all__ = ["SERVICE_ACCOUNT_PATH", "CrashBackoff", "NotMounted", "credentials", "go_duration"]
+__all__ = ["SERVICE_ACCOUNT_PATH", "CrashBackoff", "NotMounted", "credentials", "go_duration", "with_env_refs"]
 
 SERVICE_ACCOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 """Where in-cluster clients read their token, CA and namespace."""
@@ -112,3 +112,39 @@ def credentials(
     if any("serviceAccountToken" in s for s in projected.get("sources") or ()):
         return token_for(namespace, service_account), files
     return None, files
+
+
+_CONFIGMAPS = ("", "configmaps")
+
+
+def with_env_refs(store: Store, pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
+    """``container`` with its ``env`` entries taken from ConfigMap and Secret keys (``configMapKeyRef``,
+    ``secretKeyRef``) turned into plain values, as the kubelet reads them when it starts the container.
+
+    A missing object or key that is not ``optional`` raises :class:`NotMounted`, so the container waits and is
+    retried, as the kubelet's ``CreateContainerConfigError`` does; an optional one leaves the variable unset.
+    """
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    env: list[Any] = []
+    for entry in container.get("env") or ():
+        source = entry.get("valueFrom") or {}
+        kind, ref = ("ConfigMap", source.get("configMapKeyRef")) if source.get("configMapKeyRef") else (
+            "Secret", source.get("secretKeyRef"))  # fmt: skip
+        if not isinstance(ref, Mapping):
+            env.append(entry)
+            continue
+        name, key = str(ref.get("name") or ""), str(ref.get("key") or "")
+        obj = store.get(_CONFIGMAPS if kind == "ConfigMap" else _SECRETS, namespace, name)
+        data = (obj or {}).get("data") or {}
+        value = data.get(key) if kind == "ConfigMap" else _decoded(data).get(key, b"").decode(errors="replace")
+        if obj is None or key not in data:
+            if ref.get("optional"):
+                continue
+            missing = (
+                f'{kind.lower()} "{name}" not found'
+                if obj is None
+                else f"couldn't find key {key} in {kind} {namespace}/{name}"
+            )
+            raise NotMounted(missing)
+        env.append({"name": entry.get("name"), "value": str(value)})
+    return {**container, "env": env}

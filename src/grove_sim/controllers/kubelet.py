@@ -13,9 +13,14 @@ For each pod bound to a node that exists the kubelet:
    ``Init:CrashLoopBackOff`` meanwhile), counting ``restartCount``; after the last one the pod shows
    ``PodInitializing`` (Initialized) before its containers start;
 3. sets the pod Running (startTime, podIP, hostIP, running containerStatuses, Initialized/ContainersReady/Ready
-   conditions) and Ready after ``ready_delay``;
-4. removes pods marked for graceful deletion after ``min(grace period, delete_delay)``; a running init container
-   is first sent SIGTERM and, if still running after the grace period, SIGKILL, and the pod goes once it exited.
+   conditions) and Ready after ``ready_delay``; app containers whose image is in the executable-images mapping
+   run as local processes (``grove_sim.controllers.containers``: probes drive their readiness, exits restart them
+   per ``restartPolicy``, their output is kept for ``kubectl logs``), and the pod is Ready once they all are;
+4. removes pods marked for graceful deletion after ``min(grace period, delete_delay)``; running processes are
+   first sent SIGTERM and, if still running after the grace period, SIGKILL, and the pod goes once they exited.
+
+Every pod gets an address of its own on the loopback network (``127.a.b.c``: all of 127/8 is local on Linux), so
+processes of two pods can both listen on the same port and probes, endpoints, proxy and port-forward reach them.
 
 A pod bound to a node that does not exist stays Pending (nobody runs it, as in a real cluster whose node never
 registered); it starts if the node is created later. Nodes created without status get Ready conditions,
@@ -26,16 +31,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from grove_sim.controllers import podstatus
-from grove_sim.controllers.execimages import ExecProcess, ExecResult, match_exec_image, start_container
-from grove_sim.controllers.initcontainers import CrashBackoff, NotMounted, TokenSource, credentials, go_duration
+from grove_sim.controllers import nodeinit, podstatus
+from grove_sim.controllers.containers import ContainerRunner, LoopbackAddresses, RunnerSettings
+from grove_sim.controllers.execimages import (
+    ExecProcess,
+    ExecResult,
+    PodRuntime,
+    container_argv,
+    match_exec_image,
+    start_container,
+)
+from grove_sim.controllers.initcontainers import (
+    CrashBackoff,
+    NotMounted,
+    TokenSource,
+    credentials,
+    go_duration,
+    with_env_refs,
+)
+from grove_sim.controllers.logring import DEFAULT_LOG_LIMIT, LogStore
 from grove_sim.controllers.noderesources import NodeResources
+from grove_sim.controllers.podevents import PodEvents
 from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.machinery import errors
 from grove_sim.registry.core import Core, clone, now_rfc3339
@@ -61,12 +84,21 @@ class KubeletOptions:
     max_restart_backoff: float = 300.0
     mount_retry: float = 1.0
     """Seconds before retrying a container whose Secret volume is not there yet."""
+    ca_data: bytes | None = None
+    """PEM of the CA of an HTTPS API server, written into each process's kubeconfig."""
+    time_scale: float = 1.0
+    """Factor applied to probe delays and periods (tests run probes on a fast clock)."""
+    log_limit: int = DEFAULT_LOG_LIMIT
+    """Bytes of output kept per container run."""
 
 
 @dataclass(slots=True)
 class _PodState:
     node: str
     requests: dict[str, Fraction]
+    ip: str
+    runners: dict[str, ContainerRunner] = field(default_factory=dict)
+    """The app containers that run as processes, by name."""
     completed: list[dict[str, Any]] = field(default_factory=list)
     """Terminated states of the init containers that exited 0, in order; the next one runs."""
     restarts: list[int] = field(default_factory=list)
@@ -97,7 +129,10 @@ class Kubelet:
         self._stops: set[asyncio.Task[None]] = set()
         self._resources = NodeResources()
         self._waiting: dict[str, set[PodKey]] = defaultdict(set)
-        self._ip = 0
+        self._addresses = LoopbackAddresses()
+        self.events = PodEvents(core)
+        self.logs = LogStore(options.log_limit)
+        """Output of the containers run as processes (what ``pods/log`` reads)."""
         self.queue: WorkQueue[PodKey] = WorkQueue("kubelet", self._process)
         self.node_queue: WorkQueue[str] = WorkQueue("kubelet-nodes", self._init_node)
         self.delete_queue: WorkQueue[PodKey] = WorkQueue("kubelet-delete", self._finish_delete)
@@ -108,8 +143,9 @@ class Kubelet:
         return [self.queue, self.node_queue, self.delete_queue]
 
     async def stop_tasks(self) -> None:
-        """Kill running init containers (cancelling their tasks kills the processes)."""
+        """Kill running containers (cancelling their tasks kills the processes)."""
         tasks = [s.task for s in self._pods.values() if s.task is not None] + list(self._stops)
+        tasks += [r.task for s in self._pods.values() for r in s.runners.values() if r.task is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -133,6 +169,7 @@ class Kubelet:
         key = (meta.get("namespace", ""), meta["name"])
         if event.type == "DELETED":
             self._release(key)
+            self.logs.forget(*key)
             return
         node = (event.obj.get("spec") or {}).get("nodeName")
         if not node:
@@ -140,10 +177,11 @@ class Kubelet:
         if meta.get("deletionTimestamp"):
             grace = float(meta.get("deletionGracePeriodSeconds") or 0)
             state = self._pods.get(key)
-            if state is not None and state.process is not None and state.process.running:
+            running = state is not None and state.process is not None and state.process.running
+            if state is not None and (running or any(r.active for r in state.runners.values())):
                 if not state.stopping:
                     state.stopping = True
-                    task = asyncio.get_running_loop().create_task(self._stop_init(key, state.process, grace))
+                    task = asyncio.get_running_loop().create_task(self._stop_pod(key, state, grace))
                     self._stops.add(task)
                     task.add_done_callback(self._stops.discard)
                 return
@@ -163,6 +201,9 @@ class Kubelet:
         self._resources.release(state.node, state.requests)
         if state.task is not None:
             state.task.cancel()
+        for runner in state.runners.values():
+            if runner.task is not None:
+                runner.task.cancel()
 
     # --------------------------------------------------------------------------------------------------- nodes
 
@@ -171,44 +212,10 @@ class Kubelet:
         node = core.store.get(_NODES, "", name)
         if node is None:
             return
-        status = node.get("status") or {}
-        if not status.get("nodeInfo") or not status.get("conditions") or not status.get("allocatable"):
+        new = nodeinit.initialised(node)
+        if new is not None:
             info = core.registry.get("", "v1", "nodes")
             assert info is not None
-            new = clone(node)
-            st = new.setdefault("status", {})
-            capacity = st.get("capacity") or {"cpu": "1k", "memory": "1Ti", "pods": "1M"}
-            st["capacity"] = capacity
-            st.setdefault("allocatable", dict(capacity))
-            now = now_rfc3339()
-            if not any(c.get("type") == "Ready" for c in st.get("conditions") or []):
-                ready = {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status (simulated)",
-                }
-                st["conditions"] = [
-                    *(st.get("conditions") or []),
-                    {**ready, "lastHeartbeatTime": now, "lastTransitionTime": now},
-                ]
-            st.setdefault("addresses", [{"type": "Hostname", "address": name}])
-            st.setdefault(
-                "nodeInfo",
-                {
-                    "kubeletVersion": "v1.32.5-grove-sim",
-                    "operatingSystem": "linux",
-                    "architecture": "amd64",
-                    "containerRuntimeVersion": "containerd://1.7.0-sim",
-                    "osImage": "Grove Simulated Linux",
-                    "kernelVersion": "6.1.0-grove-sim",
-                    "machineID": name,
-                    "systemUUID": name,
-                    "bootID": "",
-                    "kubeProxyVersion": "v1.32.5-grove-sim",
-                },
-            )
-            st.setdefault("phase", "Running")
             core.replace(info, node, new, subresource="status")
         for key in sorted(self._waiting.pop(name, set())):
             self.queue.add(key)
@@ -258,10 +265,12 @@ class Kubelet:
                 return
             try:
                 token, secrets = credentials(self._core.store, pod, container, self._token_for)
+                container = with_env_refs(self._core.store, pod, container)
             except NotMounted:
                 self.queue.add_after(key, self.options.mount_retry)
                 return
-            run = self._run_init(key, state, pod, container, command, token, secrets)
+            run = self._run_init(key, state, pod, container, command, PodRuntime(self.options.server_url, token,
+                                 self.options.ca_data, state.ip), secrets)  # fmt: skip
             state.task = asyncio.get_running_loop().create_task(run)
             return
         if init and not state.initialized:
@@ -275,13 +284,13 @@ class Kubelet:
         if not state.running:
             state.running = True
             state.ready_at = now + self.options.ready_delay
-            state.ready = self.options.ready_delay <= 0
-            self._write_status(pod, self._running_status(pod, state, state.ready))
-            if not state.ready:
+            if self.options.ready_delay > 0:
                 self.queue.add_after(key, self.options.ready_delay)
-        elif not state.ready and now >= state.ready_at:
-            state.ready = True
-            self._write_status(pod, self._running_status(pod, state, True))
+            self._start_runners(key, pod, state)
+        status = self._running_status(pod, state, now >= state.ready_at)
+        state.ready = all(c.get("ready") for c in status["containerStatuses"])
+        if status != pod.get("status"):
+            self._write_status(pod, status)
 
     def _admit(self, key: PodKey, pod: dict[str, Any], node: dict[str, Any]) -> _PodState | None:
         requests, rejection = self._resources.admit(node, pod)
@@ -295,9 +304,60 @@ class Kubelet:
             }
             self._write_status(pod, status)
             return None
-        state = _PodState(node=node["metadata"]["name"], requests=requests)
+        state = _PodState(node=node["metadata"]["name"], requests=requests, ip=self._addresses.next())
         self._pods[key] = state
         return state
+
+    def _start_runners(self, key: PodKey, pod: dict[str, Any], state: _PodState) -> None:
+        """Start a runner for each app container whose image is executable."""
+        spec = pod.get("spec") or {}
+        meta = pod["metadata"]
+        for container in spec.get("containers") or []:
+            command = match_exec_image(self.options.exec_images, str(container.get("image", "")))
+            if command is None:
+                continue
+            settings = RunnerSettings(
+                policy=str(spec.get("restartPolicy") or "Always"),
+                grace=float(spec.get("terminationGracePeriodSeconds", 30)),
+                backoff=CrashBackoff(self.options.restart_backoff, self.options.max_restart_backoff),
+                host=state.ip,
+                pod_label=f"{meta['name']}_{meta.get('namespace', '')}({meta.get('uid', '')})",
+                time_scale=self.options.time_scale,
+                mount_retry=self.options.mount_retry,
+                report=functools.partial(self._report, key, str(container.get("name", ""))),
+            )
+            name = str(container.get("name", ""))
+            runner = ContainerRunner(
+                container,
+                functools.partial(self._start_process, key, state, container, command),
+                settings,
+                self.logs.container(*key, name),
+                lambda: self.queue.add(key),
+            )
+            state.runners[name] = runner
+            runner.begin()
+
+    def _report(self, key: PodKey, container: str, type_: str, reason: str, message: str) -> None:
+        pod = self._core.store.get(_PODS, *key)
+        if pod is not None:
+            self.events.record(pod, container, type_, reason, message)
+
+    async def _start_process(
+        self, key: PodKey, state: _PodState, container: dict[str, Any], command: str
+    ) -> ExecProcess:
+        pod = self._core.store.get(_PODS, *key)
+        if pod is None:
+            raise OSError("the pod is gone")
+        argv = container_argv(command, container)
+        token, secrets = credentials(self._core.store, pod, container, self._token_for)
+        container = with_env_refs(self._core.store, pod, container)
+        runtime = PodRuntime(self.options.server_url, token, self.options.ca_data, state.ip)
+        return await start_container(argv, self._with_ip(pod, state), container, runtime, secrets)
+
+    def _with_ip(self, pod: dict[str, Any], state: _PodState) -> dict[str, Any]:
+        """``pod`` as its process sees it through the downward API: with its IPs, even before they are written."""
+        status = {**(pod.get("status") or {}), "podIP": state.ip, "hostIP": self._host_ip(state.node)}
+        return {**pod, "status": status}
 
     async def _run_init(
         self,
@@ -306,7 +366,7 @@ class Kubelet:
         pod: dict[str, Any],
         container: dict[str, Any],
         command: str,
-        token: str | None,
+        runtime: PodRuntime,
         secrets: dict[str, dict[str, bytes]],
     ) -> None:
         position = len(state.completed)
@@ -315,17 +375,21 @@ class Kubelet:
         last = {"lastState": {"terminated": state.last_exit}} if state.last_exit is not None else {}
         started = now_rfc3339()
         container_id: dict[str, str] = {}
+        logs = self.logs.container(*key, str(container.get("name")))
         try:
-            state.process = await start_container(
-                command, pod, container, server_url=self.options.server_url, token=token, secrets=secrets
-            )
+            argv = container_argv(command, container)
+            state.process = await start_container(argv, self._with_ip(pod, state), container, runtime, secrets)
         except OSError as exc:
             result = ExecResult(128, f"failed to start {command!r}: {exc}")
         else:
             container_id = {"containerID": f"grove-sim://{state.process.pid}"}
             state.current = {"state": {"running": {"startedAt": started}}, "started": True, **container_id, **last}
             self._write_status(pod, self._init_status(pod, state))
-            result = await state.process.wait()
+            ring = logs.new_run()
+            try:
+                result = await state.process.wait(ring.append)
+            finally:
+                ring.close()
         state.process = None
         state.task = None
         current = self._core.store.get(_PODS, *key)
@@ -379,10 +443,13 @@ class Kubelet:
         state.current = {"state": {"waiting": {"reason": "CrashLoopBackOff", "message": message}}, **last}
         self._write_status(pod, self._init_status(pod, state))
 
-    async def _stop_init(self, key: PodKey, process: ExecProcess, grace: float) -> None:
+    async def _stop_pod(self, key: PodKey, state: _PodState, grace: float) -> None:
         """SIGTERM, SIGKILL after ``grace`` seconds, then let the pod go (a kubelet's graceful container stop)."""
         try:
-            await process.stop(signal.SIGTERM, grace)
+            stops = [runner.stop(grace) for runner in state.runners.values()]
+            if state.process is not None:
+                stops.append(state.process.stop(signal.SIGTERM, grace))
+            await asyncio.gather(*stops, return_exceptions=True)
         finally:
             self.delete_queue.add(key)
 
@@ -400,11 +467,8 @@ class Kubelet:
         status.setdefault("startTime", now_rfc3339())
         status["hostIP"] = self._host_ip(state.node)
         status["hostIPs"] = [{"ip": status["hostIP"]}]
-        if not status.get("podIP"):
-            self._ip += 1
-            ip = f"10.{244 + (self._ip >> 16)}.{(self._ip >> 8) & 255}.{self._ip & 255}"
-            status["podIP"] = ip
-            status["podIPs"] = [{"ip": ip}]
+        status["podIP"] = state.ip
+        status["podIPs"] = [{"ip": state.ip}]
         return status
 
     def _init_status(self, pod: dict[str, Any], state: _PodState) -> dict[str, Any]:
@@ -413,9 +477,15 @@ class Kubelet:
         return podstatus.init_status(pod, status, completed=completed, restarts=restarts, current=state.current)
 
     def _running_status(self, pod: dict[str, Any], state: _PodState, ready: bool) -> dict[str, Any]:
-        return podstatus.running_status(
-            pod, self._base_status(pod, state), completed=state.completed, restarts=state.restarts, ready=ready
-        )
+        runs = {name: runner.status() for name, runner in state.runners.items()}
+        status = podstatus.running_status(
+            pod, self._base_status(pod, state), completed=state.completed, restarts=state.restarts, ready=ready,
+            runs=runs,
+        )  # fmt: skip
+        containers = (pod.get("spec") or {}).get("containers") or []
+        if runs and len(runs) == len(containers) and all(r.finished for r in state.runners.values()):
+            status["phase"] = "Succeeded" if all(r.exit_code == 0 for r in state.runners.values()) else "Failed"
+        return status
 
     def _finish_delete(self, key: PodKey) -> None:
         info = self._core.registry.get("", "v1", "pods")

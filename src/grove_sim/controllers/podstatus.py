@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -159,8 +159,10 @@ def running_status(
     completed: Sequence[dict[str, Any]],
     restarts: Sequence[int],
     ready: bool,
+    runs: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Status of a started pod: every init container Completed, app containers running, Ready per ``ready``."""
+    """Status of a started pod: every init container Completed, app containers running (Ready per ``ready``),
+    except those run as processes, whose entries ``runs`` gives by name; the pod is Ready when all are."""
     status["phase"] = "Running"
     started = status["startTime"]
     if (pod.get("spec") or {}).get("initContainers"):
@@ -178,6 +180,9 @@ def running_status(
         }
         for i, c in enumerate((pod.get("spec") or {}).get("containers") or [])
     ]
+    if runs:
+        status["containerStatuses"] = [runs.get(str(c["name"]), c) for c in status["containerStatuses"]]
+        ready = all(c.get("ready") for c in status["containerStatuses"])
     value = "True" if ready else "False"
     reason = "" if ready else "ContainersNotReady"
     set_conditions(

@@ -86,7 +86,7 @@ async def list_objects(ctx: ApiContext, request: web.Request, target: Target) ->
         single = store.get(info.key, target.ns, name)
         candidates = [single] if single is not None else []
     else:
-        candidates = store.list(info.key, _list_namespace(target))
+        candidates = ctx.core.list_objects(info, _list_namespace(target))
     items = [o for o in candidates if _selected(o, labels, fields)]
     token = request.query.get("continue")
     if token:

@@ -28,6 +28,7 @@ from grove_sim.storage.watch import Watcher
 if TYPE_CHECKING:
     from grove_sim.http.audit import AuditLog
     from grove_sim.http.faults import FaultInjector
+    from grove_sim.http.podlogs import LogSource
 
 __all__ = [
     "ApiContext",
@@ -60,6 +61,8 @@ class ApiContext:
     """The authorization mode in force; None is ``AlwaysAllow`` (no check at all)."""
     faults: FaultInjector | None = None
     """Fault injection and its ``/sim/faults`` endpoint and ``/metrics`` (None: neither is served)."""
+    pod_logs: LogSource | None = None
+    """Where ``pods/log`` reads container output (the kubelet); None: every container's log is empty."""
 
     def authenticate(self, request: web.Request) -> UserInfo:
         """The user of a request's ``Authorization`` and ``Impersonate-*`` headers (raises ``Unauthorized``, and

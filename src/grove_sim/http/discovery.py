@@ -47,6 +47,9 @@ _SUB_VERBS = {
     "binding": ("create",),
     "eviction": ("create",),
     "finalize": ("update",),
+    "log": ("get",),
+    "proxy": ("create", "delete", "get", "patch", "update"),
+    "portforward": ("create", "get"),
 }
 
 

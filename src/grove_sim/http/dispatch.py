@@ -13,7 +13,7 @@ from typing import Final
 from aiohttp import web
 
 from grove_sim.auth.authentication import ADMIN, UserInfo
-from grove_sim.http import collection, objects
+from grove_sim.http import collection, objects, podlogs, portforward, proxy
 from grove_sim.http.context import ApiContext, Handler, Target
 from grove_sim.http.requestinfo import RequestInfo, parse_bool, parse_dry_run
 from grove_sim.machinery import errors
@@ -42,6 +42,9 @@ _OBJECT_VERBS: Final[dict[tuple[str, str | None], Handler]] = {
     ("update", "scale"): objects.update_scale,
     ("patch", "scale"): objects.patch_scale,
     ("update", "finalize"): objects.finalize,
+    ("get", "log"): podlogs.pod_logs,
+    ("get", "portforward"): portforward.port_forward,
+    ("create", "portforward"): portforward.port_forward,
 }
 
 _WRITE_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -91,6 +94,8 @@ async def handle_resource(
     if ri.name is None:
         handler = _COLLECTION_VERBS.get(verb)
         what = info.plural
+    elif ri.subresource == "proxy":
+        handler = proxy.proxy
     else:
         handler = _OBJECT_VERBS.get((verb, ri.subresource))
         what = f"{info.plural}/{ri.subresource}" if ri.subresource else info.plural

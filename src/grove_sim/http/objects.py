@@ -10,12 +10,10 @@ from aiohttp import web
 
 from grove_sim.http.context import ApiContext, Target, admit, json_response, object_response, table
 from grove_sim.http.requestinfo import media_type, read_body, read_delete_options, wants_table
-from grove_sim.registry import subresources
+from grove_sim.registry import eviction, subresources
 from grove_sim.registry.patching import PATCH_TYPES
 
 __all__ = ["bind", "delete", "evict", "finalize", "get", "get_scale", "patch", "patch_scale", "update", "update_scale"]
-
-_CREATED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
 def _name(target: Target) -> str:
@@ -89,9 +87,8 @@ async def bind(ctx: ApiContext, request: web.Request, target: Target) -> web.Str
 
 
 async def evict(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:
-    """POST ``pods/{name}/eviction``: deletes the pod (no disruption budgets here)."""
-    ctx.core.delete(target.info, target.ns, _name(target), {})
-    return json_response(_CREATED, 201)
+    """POST ``pods/{name}/eviction``: deletes the pod if its disruption budget allows (429 otherwise)."""
+    return json_response(eviction.evict(ctx.core, target.ns, _name(target), await read_body(request)), 201)
 
 
 async def get_scale(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-__all__ = ["PRINTERS", "Column", "Printer", "parse_time"]
+__all__ = ["PRINTERS", "Column", "Printer", "field_at", "object_name", "parse_time"]
 
 Column = dict[str, Any]
 Ager = Callable[[Any], str]  # timestamp string (or None) -> human age
@@ -57,6 +57,11 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Pods
+
+
+field_at = _get
+"""Public name of ``_get`` for the printers of other kinds."""
+object_name = _name
 
 
 def _restartable_init(container: Mapping[str, Any] | None) -> bool:
@@ -404,6 +409,28 @@ def _hpa_row(hpa: Mapping[str, Any], age: Ager) -> list[Any]:
     ]
 
 
+def _endpoints(obj: Mapping[str, Any]) -> str:
+    """``ip:port`` pairs as kubectl prints Endpoints: the first three, then ``+ N more...``."""
+    pairs = [
+        f"{address.get('ip')}:{port.get('port')}"
+        for subset in obj.get("subsets") or []
+        for port in subset.get("ports") or [{}]
+        for address in subset.get("addresses") or []
+    ]
+    if not pairs:
+        return "<none>"
+    more = f" + {len(pairs) - 3} more..." if len(pairs) > 3 else ""
+    return ",".join(pairs[:3]) + more
+
+
+def _slice_endpoints(obj: Mapping[str, Any]) -> str:
+    addresses = [a for e in obj.get("endpoints") or [] for a in e.get("addresses") or []]
+    if not addresses:
+        return "<unset>"
+    more = f" + {len(addresses) - 3} more..." if len(addresses) > 3 else ""
+    return ",".join(addresses[:3]) + more
+
+
 def _crd_row(crd: Mapping[str, Any], age: Ager) -> list[Any]:
     return [_name(crd), _get(crd, "metadata", "creationTimestamp") or ""]
 
@@ -415,6 +442,24 @@ PRINTERS: Final[dict[tuple[str, str], Printer]] = {
     ("", "events"): (_EVENT_COLUMNS, _event_row),
     ("events.k8s.io", "events"): (_EVENT_COLUMNS, _event_row),
     ("", "services"): (_SERVICE_COLUMNS, _service_row),
+    ("", "endpoints"): (
+        [NAME_COLUMN, col("Endpoints", "Endpoints of the service"), AGE_COLUMN],
+        _simple(_endpoints),
+    ),
+    ("discovery.k8s.io", "endpointslices"): (
+        [
+            NAME_COLUMN,
+            col("AddressType", "Type of address"),
+            col("Ports", "Ports of the slice"),
+            col("Endpoints", "Addresses of the slice"),
+            AGE_COLUMN,
+        ],
+        _simple(
+            lambda o: str(o.get("addressType") or ""),
+            lambda o: ",".join(str(p.get("port", "<unset>")) for p in o.get("ports") or []) or "<unset>",
+            _slice_endpoints,
+        ),
+    ),
     ("", "configmaps"): (
         [NAME_COLUMN, col("Data", "Number of keys in the configmap.", type_="string"), AGE_COLUMN],
         _simple(lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {})),

@@ -369,6 +369,24 @@ MESSAGES: Final[dict[str, dict[int, Field]]] = {
     },
     "SelfSubjectRulesReviewSpec": {1: _s("namespace")},
     "SubjectRulesReviewStatus": {3: _b("incomplete", keep=True), 4: _s("evaluationError")},
+    "PodDisruptionBudget": {
+        1: _META,
+        2: _m("spec", "PodDisruptionBudgetSpec"),
+        3: _m("status", "PodDisruptionBudgetStatus"),
+    },
+    "PodDisruptionBudgetSpec": {
+        1: Field("minAvailable", "intorstr"),
+        2: _m("selector", "LabelSelector"),
+        3: Field("maxUnavailable", "intorstr"),
+        4: _s("unhealthyPodEvictionPolicy"),
+    },
+    "PodDisruptionBudgetStatus": {
+        1: _i("observedGeneration"),
+        3: _i("disruptionsAllowed", keep=True),
+        4: _i("currentHealthy", keep=True),
+        5: _i("desiredHealthy", keep=True),
+        6: _i("expectedPods", keep=True),
+    },
     "PodCondition": {
         1: _s("type", keep=True),
         2: _s("status", keep=True),
@@ -383,7 +401,7 @@ MESSAGES: Final[dict[str, dict[int, Field]]] = {
 _TOP_LEVEL: Final = frozenset(
     {("v1", kind) for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Pod", "ResourceQuota")}
     | {("rbac.authorization.k8s.io/v1", kind) for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")}
-    | {("scheduling.k8s.io/v1", "PriorityClass"), ("apps/v1", "Deployment")}
+    | {("scheduling.k8s.io/v1", "PriorityClass"), ("apps/v1", "Deployment"), ("policy/v1", "PodDisruptionBudget")}
     | {("authorization.k8s.io/v1", kind) for kind in ("SelfSubjectAccessReview", "SelfSubjectRulesReview")}
 )
 

@@ -53,7 +53,8 @@ class RequestInfo:
 
 
 def parse_path(path: str) -> RequestInfo | None:
-    """Split ``/api/v1/...`` or ``/apis/<g>/<v>/...``; None when the path is not a resource path."""
+    """Split ``/api/v1/...`` or ``/apis/<g>/<v>/...``; None when the path is not a resource path (a ``proxy``
+    subresource may be followed by the path it forwards to)."""
     parts = [p for p in path.split("/") if p]
     if len(parts) >= 2 and parts[0] == "api":
         group, version, rest = "", parts[1], parts[2:]
@@ -64,7 +65,7 @@ def parse_path(path: str) -> RequestInfo | None:
     namespace: str | None = None
     if len(rest) >= 3 and rest[0] == "namespaces" and not (len(rest) == 3 and rest[2] in _NAMESPACE_SUBRESOURCES):
         namespace, rest = rest[1], rest[2:]
-    if len(rest) > 3:
+    if len(rest) > 3 and rest[2] != "proxy":
         return None
     return RequestInfo(
         group=group,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from grove_sim.http.printers import GENERIC, NAME_COLUMN, PRINTERS, Column, parse_time
+from grove_sim.http.workload_printers import WORKLOAD_PRINTERS
 from grove_sim.machinery.gofmt import go_scalar
 from grove_sim.machinery.jsonpath import JsonPath, compile_jsonpath
 
@@ -203,7 +204,7 @@ def build_table(
         custom = printer_columns_for(printer_columns)
         columns, row_fn = custom.columns, custom.row
     else:
-        columns, row_fn = PRINTERS.get((group, resource), GENERIC)
+        columns, row_fn = PRINTERS.get((group, resource)) or WORKLOAD_PRINTERS.get((group, resource), GENERIC)
     is_pod = group == "" and resource == "pods" and printer_columns is None
     rows: list[dict[str, Any]] = []
     for obj in objects:

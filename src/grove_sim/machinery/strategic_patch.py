@@ -86,6 +86,8 @@ _KIND_SCHEMAS: Final[dict[str, Schema]] = {
     "ReplicationController": _WORKLOAD,
     "Job": _WORKLOAD,
     "CronJob": {"spec": _obj(jobTemplate=_obj(metadata=_METADATA, spec=_obj(template=_TEMPLATE)))},
+    "MutatingWebhookConfiguration": {"webhooks": _merged("name")},
+    "ValidatingWebhookConfiguration": {"webhooks": _merged("name")},
     **{
         kind: {}
         for kind in (

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import string
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from grove_sim.machinery import errors
@@ -27,7 +28,7 @@ from grove_sim.registry.resources import Registry, ResourceInfo, infos_from_crd
 from grove_sim.registry.steps import CREATE, DELETE, MUTATING, UPDATE, VALIDATING, AdmissionPoint, Stale, Steps, ran
 from grove_sim.registry.templates import PodTemplates
 from grove_sim.schema.structural import SchemaError
-from grove_sim.storage.store import Store
+from grove_sim.storage.store import ResourceKey, Store
 
 __all__ = ["Core", "clone", "now_rfc3339"]
 
@@ -78,15 +79,26 @@ class Core:
         self.registry = registry
         self._service_ips = [0]
         self._templates = PodTemplates()
+        self.computed: dict[ResourceKey, Callable[[str | None], list[dict[str, Any]]]] = {}
+        """Read-only resources whose objects are computed on read, never stored (the metrics API)."""
 
     # ----------------------------------------------------------------------------------------------------- reads
 
     def get(self, info: ResourceInfo, namespace: str, name: str) -> dict[str, Any]:
-        """The stored object or 404."""
+        """The stored (or computed) object or 404."""
         obj = self.store.get(info.key, namespace if info.namespaced else "", name)
         if obj is None:
-            raise errors.not_found(info.group, info.plural, name)
+            source = self.computed.get(info.key)
+            found = [o for o in source(namespace or None) if o["metadata"]["name"] == name] if source else []
+            if not found:
+                raise errors.not_found(info.group, info.plural, name)
+            obj = found[0]
         return obj
+
+    def list_objects(self, info: ResourceInfo, namespace: str | None) -> list[dict[str, Any]]:
+        """The objects of a collection (``namespace=None``: all), stored or computed, by (namespace, name)."""
+        source = self.computed.get(info.key)
+        return source(namespace) if source is not None else self.store.list(info.key, namespace)
 
     def check_namespace(self, info: ResourceInfo, namespace: str, name: str) -> None:
         """404 when the namespace is missing, 403 when it is terminating (for creates)."""

@@ -9,6 +9,7 @@ or spec is a new dict, and only the object's top level is modified in place.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -112,12 +113,59 @@ def _service_port(port: Obj) -> Obj:
 
 
 def _secret(secret: Obj, old_spec: Obj) -> None:
+    """``type`` defaults to Opaque; ``stringData`` is write-only, merged into ``data`` (base64, its keys win) as
+    kube-apiserver's conversion does, so it is never stored."""
     if not secret.get("type"):
         secret["type"] = "Opaque"
+    string_data = secret.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        encoded = {str(k): base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()}
+        secret["data"] = {**(secret.get("data") or {}), **encoded}
+
+
+_pod_defaults: Final = _spec_defaults(_POD_SPEC, {"containers": _container, "initContainers": _container})
+_ROLLING: Final[dict[str, Any]] = {"maxUnavailable": "25%", "maxSurge": "25%"}
+
+
+def _workload(scalars: dict[str, Any], *, strategy: bool) -> Callable[[Obj, Obj], None]:
+    """Defaulting of a Deployment or ReplicaSet: its own scalars, the strategy, and its pod template's spec as a
+    pod's (so the template a ReplicaSet copies compares equal to the Deployment's)."""
+
+    def default(obj: Obj, old_spec: Obj) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict) or spec is old_spec:
+            return
+        changes = _missing(spec, scalars)
+        if strategy:
+            current = spec.get("strategy")
+            current = current if isinstance(current, dict) else {}
+            kind = current.get("type") or "RollingUpdate"
+            fixed = {**current, "type": kind}
+            if kind == "RollingUpdate":
+                rolling = current.get("rollingUpdate")
+                rolling = rolling if isinstance(rolling, dict) else {}
+                fixed["rollingUpdate"] = {**_ROLLING, **{k: v for k, v in rolling.items() if v is not None}}
+            if fixed != current:
+                changes["strategy"] = fixed
+        template = spec.get("template")
+        old_template = old_spec.get("template")
+        if isinstance(template, dict) and template is not old_template:
+            copy = dict(template)
+            old_pod_spec = old_template.get("spec") if isinstance(old_template, dict) else None
+            _pod_defaults(copy, old_pod_spec if isinstance(old_pod_spec, dict) else {})
+            if copy != template:
+                changes["template"] = copy
+        obj["spec"] = _with(spec, changes)
+
+    return default
 
 
 _DEFAULTS: Final[dict[tuple[str, str], Callable[[Obj, Obj], None]]] = {
-    ("", "pods"): _spec_defaults(_POD_SPEC, {"containers": _container, "initContainers": _container}),
+    ("", "pods"): _pod_defaults,
+    ("apps", "deployments"): _workload(
+        {"replicas": 1, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600}, strategy=True
+    ),
+    ("apps", "replicasets"): _workload({"replicas": 1}, strategy=False),
     ("", "services"): _spec_defaults({"type": "ClusterIP", "sessionAffinity": "None"}, {"ports": _service_port}),
     ("", "secrets"): _secret,
 }

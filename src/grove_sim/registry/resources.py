@@ -93,19 +93,51 @@ def _access_reviews() -> list[ResourceInfo]:
     ]
 
 
+_REPLICAS_SCALE: dict[str, str] = {
+    "specReplicasPath": ".spec.replicas",
+    "statusReplicasPath": ".status.replicas",
+    "labelSelectorPath": ".spec.selector",
+}
+
+
+def workload_resources() -> list[ResourceInfo]:
+    """Workload kinds: Deployments and ReplicaSets (with ``/scale``), disruption budgets, and the read-only
+    ``metrics.k8s.io`` views that a metrics-server would serve (computed, never stored)."""
+    deployments = _builtin(
+        "apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), ("status", "scale"), generation=True
+    )
+    replicasets = _builtin(
+        "apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",), ("status", "scale"), generation=True
+    )
+    deployments.scale = replicasets.scale = dict(_REPLICAS_SCALE)
+    return [
+        deployments,
+        replicasets,
+        _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), (), ("status",),
+                 generation=True),
+        _builtin("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True, verbs=("get", "list")),
+        _builtin("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False, verbs=("get", "list")),
+    ]  # fmt: skip
+
+
 def builtin_resources() -> list[ResourceInfo]:
     """The built-in kinds every simulated cluster serves (apiserver-notes §7)."""
     return [
         _builtin("", "v1", "namespaces", "Namespace", False, ("ns",), (), ("status", "finalize")),
         _builtin("", "v1", "nodes", "Node", False, ("no",), (), ("status",)),
-        _builtin("", "v1", "pods", "Pod", True, ("po",), ("all",), ("status", "binding", "eviction")),
+        _builtin(
+            "", "v1", "pods", "Pod", True, ("po",), ("all",),
+            ("status", "binding", "eviction", "log", "proxy", "portforward"),
+        ),
         _builtin("", "v1", "bindings", "Binding", True, verbs=("create",)),
         _builtin("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False, verbs=("create",)),
         _builtin("", "v1", "events", "Event", True, ("ev",)),
         _builtin("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
         _builtin("", "v1", "secrets", "Secret", True),
-        _builtin("", "v1", "services", "Service", True, ("svc",), ("all",), ("status",)),
+        _builtin("", "v1", "services", "Service", True, ("svc",), ("all",), ("status", "proxy")),
         _builtin("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
+        _builtin("", "v1", "endpoints", "Endpoints", True, ("ep",)),
+        _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
         _builtin("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
         _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",), generation=True),
@@ -118,6 +150,7 @@ def builtin_resources() -> list[ResourceInfo]:
             "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, ("hpa",), ("all",),
             ("status",), generation=True,
         ),
+        *workload_resources(),
         _builtin(
             "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
             ("crd", "crds"), ("api-extensions",), ("status",), generation=True,

@@ -16,10 +16,13 @@ A refusal is the webhook's ``Status`` with kube-apiserver's prefix (``admission 
 declaring ``sideEffects: None`` or ``NoneOnDryRun`` (others refuse it with 400), with ``dryRun: true`` in the review.
 Warnings from every webhook are returned to the caller, which sends them as ``Warning`` headers.
 
-**Where a webhook is.** A ``url`` client config is called as written. A ``service`` reference is resolved, since
-grove-sim has no endpoints for local processes, through the Service object's annotation
-``sim.grove.io/local-address: HOST:PORT``: the call goes to HOST:PORT while TLS still verifies the certificate for
-``NAME.NAMESPACE.svc``, as kube-apiserver does. A missing Service or annotation fails like an unreachable service.
+**Where a webhook is.** A ``url`` client config is called as written. A ``service`` reference is resolved as
+kube-apiserver resolves it: the Service's port (``service.port``, default 443) is looked up in the Service's
+Endpoints, and the call goes to a ready address on the matching target port (pods that run as local processes
+have addresses of their own), while TLS verifies the certificate for ``NAME.NAMESPACE.svc``. A Service whose
+webhook server is a process outside the cluster (the operator run from a shell) names it with the annotation
+``sim.grove.io/local-address: HOST:PORT``, which takes precedence. A missing Service, or one with neither a ready
+endpoint nor the annotation, fails like an unreachable service (``no endpoints available for service``).
 
 Configurations themselves are never sent to webhooks (kube-apiserver exempts them so a broken webhook cannot lock
 its own configuration), and the in-process controllers (garbage collector, kubelets, namespace and token
@@ -61,6 +64,7 @@ RETRIES = 5
 T = TypeVar("T")
 Obj = dict[str, Any]
 _SERVICES = ("", "services")
+_ENDPOINTS = ("", "endpoints")
 _NAMESPACES = ("", "namespaces")
 _EXEMPT_GROUP = "admissionregistration.k8s.io"
 _DRY_RUN_SAFE = ("None", "NoneOnDryRun")
@@ -347,9 +351,13 @@ class WebhookAdmission:
             if svc is None:
                 raise WebhookCallError(f'service "{name}" not found')
             address = (svc["metadata"].get("annotations") or {}).get(LOCAL_ADDRESS_ANNOTATION)
-            if not address:
-                raise WebhookCallError(f'no endpoints available for service "{name}"')
-            host, port = _split_host_port(str(address), 443)
+            if address:
+                host, port = _split_host_port(str(address), 443)
+            else:
+                found = self._ready_endpoint(svc, int(service.get("port") or 443))
+                if found is None:
+                    raise WebhookCallError(f'no endpoints available for service "{name}"')
+                host, port = found
             path = self._path(hook, service.get("path"))
             return Endpoint(self._url(hook), host, port, path, f"{name}.{namespace}.svc", ca_bundle)
         raw_url = str(config.get("url") or "")
@@ -359,6 +367,22 @@ class WebhookAdmission:
         authority, slash, path = rest.partition("/")
         host, port = _split_host_port(authority, 443)
         return Endpoint(self._url(hook), host, port, self._path(hook, slash + path), host, ca_bundle)
+
+    def _ready_endpoint(self, svc: Mapping[str, Any], service_port: int) -> tuple[str, int] | None:
+        """A ready address and target port of the Service's Endpoints for ``service_port`` (the first one)."""
+        meta = svc["metadata"]
+        ports = (svc.get("spec") or {}).get("ports") or []
+        port_name = next((str(p.get("name") or "") for p in ports if p.get("port") == service_port), None)
+        if port_name is None:
+            return None
+        endpoints = self._store.get(_ENDPOINTS, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        for subset in (endpoints or {}).get("subsets") or ():
+            named = [p.get("port") for p in subset.get("ports") or () if (p.get("name") or "") == port_name]
+            target = named[0] if named else None
+            addresses = subset.get("addresses") or ()
+            if target is not None and addresses:
+                return str(addresses[0]["ip"]), int(target)
+        return None
 
     @staticmethod
     def _ca_bundle(raw: Any) -> bytes | None:

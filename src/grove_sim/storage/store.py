@@ -180,6 +180,11 @@ class Store:
         """Call ``listener`` synchronously after every commit (it must only schedule work, never write)."""
         self._listeners.append(listener)
 
+    def remove_listener(self, listener: Listener) -> None:
+        """Stop calling ``listener`` (a no-op if it is not registered)."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     def put(self, key: ResourceKey, obj: dict[str, Any], old: dict[str, Any] | None) -> Event:
         """Store ``obj`` (taking ownership), stamping the next resourceVersion; emits ADDED or MODIFIED."""
         self.rv += 1

@@ -46,6 +46,12 @@ from grove_sim.validation.pod import (
 )
 from grove_sim.validation.pod_update import validate_pod_update
 from grove_sim.validation.service import validate_service
+from grove_sim.validation.workloads import (
+    validate_deployment,
+    validate_pdb,
+    validate_replica_set,
+    validate_selector_unchanged,
+)
 
 __all__ = ["KindRules", "validate"]
 
@@ -98,6 +104,9 @@ _RULES: Final[dict[tuple[str, str], KindRules]] = {
         names=PATH_SEGMENT_NAMES, always=validate_cluster_role_binding, on_update=validate_role_binding_update
     ),
     ("autoscaling", "horizontalpodautoscalers"): KindRules(always=validate_hpa),
+    ("apps", "deployments"): KindRules(always=validate_deployment, on_update=validate_selector_unchanged),
+    ("apps", "replicasets"): KindRules(always=validate_replica_set, on_update=validate_selector_unchanged),
+    ("policy", "poddisruptionbudgets"): KindRules(always=validate_pdb),
 }
 
 

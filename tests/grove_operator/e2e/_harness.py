@@ -16,7 +16,9 @@ from typing import Any, TypeVar
 from grove_operator.config import OperatorConfig
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
 from grove_operator.wiring import OperatorApp, build
+from grove_runtime import errors
 from grove_runtime.client import KubeClient
+from grove_runtime.clock import FakeClock
 from grove_runtime.resources import PODS
 
 from ...fixtures.samples import load_sample
@@ -30,9 +32,15 @@ WAIT = 60.0
 class OperatorThread:
     """One grove-operator instance (no leader election, no HTTP endpoints) on a private loop."""
 
-    def __init__(self, kubeconfig: str, config: OperatorConfig | None = None) -> None:
+    def __init__(
+        self, kubeconfig: str, config: OperatorConfig | None = None, *, clock: FakeClock | None = None, speed: float = 1
+    ) -> None:
+        """`clock`: run the operator on this fake clock, advanced `speed` times as fast as real time (its timers,
+        requeues and condition times then all live in simulated time)."""
         self.kubeconfig = kubeconfig
         self.config = config or OperatorConfig(leader_elect=False, metrics_port=None, retry_interval=0.5)
+        self.clock = clock
+        self.speed = speed
         self.app: OperatorApp | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -46,8 +54,9 @@ class OperatorThread:
 
         async def main() -> None:
             client = await KubeClient.from_kubeconfig(self.kubeconfig)
+            ticker = asyncio.ensure_future(self._tick()) if self.clock is not None else None
             try:
-                self.app = build(self.config, client)
+                self.app = build(self.config, client, clock=self.clock)
                 manager_task = asyncio.ensure_future(self.app.manager.run(handle_signals=False))
                 self._task = manager_task
                 started = asyncio.ensure_future(self.app.manager.started.wait())
@@ -61,6 +70,8 @@ class OperatorThread:
                 if not ready.done():
                     ready.set_exception(exc)
             finally:
+                if ticker is not None:
+                    ticker.cancel()
                 await client.close()
 
         def run() -> None:
@@ -75,6 +86,13 @@ class OperatorThread:
         self._thread.start()
         ready.result(timeout=30)
         return self
+
+    async def _tick(self, step: float = 0.01) -> None:
+        """Advance the fake clock `speed` times as fast as the loop's own time passes."""
+        assert self.clock is not None
+        while True:
+            await asyncio.sleep(step)
+            self.clock.advance(step * self.speed)
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run `fn` on the operator loop and return its result (white-box peeks, e.g. metrics)."""
@@ -126,7 +144,6 @@ async def create_pcs(client: KubeClient, namespace: str, pcs: Obj) -> Obj:
 
 async def ensure_namespace(client: KubeClient, namespace: str) -> None:
     """Create the namespace if it does not exist."""
-    from grove_runtime import errors
     from grove_runtime.resources import NAMESPACES
 
     with contextlib.suppress(errors.AlreadyExists):
@@ -160,7 +177,10 @@ async def bind_all(client: KubeClient, namespace: str, node_names: list[str], *,
     for i, pod in enumerate(p for p in pods if not p["spec"].get("nodeName") and not p["spec"].get("schedulingGates")):
         if pod["metadata"].get("deletionTimestamp"):
             continue
-        await client.bind(namespace, pod["metadata"]["name"], node_names[i % len(node_names)])
+        try:
+            await client.bind(namespace, pod["metadata"]["name"], node_names[i % len(node_names)])
+        except errors.NotFound:
+            continue  # deleted since the list (a scale-in, a gang replaced): nothing to bind
         bound += 1
     return bound
 

@@ -155,7 +155,11 @@ def test_last_transition_time_preserved(pod: Callable[..., dict[str, Any]]) -> N
     assert second["conditions"] == first["conditions"]
     third = st.compute_podclique_status(_pclq(status=second), [pod("a", "gated"), pod("b", "ready")], later)
     times = {c["type"]: c["lastTransitionTime"] for c in third["conditions"]}
-    assert times == {"PodCliqueScheduled": "2026-11-22T08:05:00Z", "MinAvailableBreached": "2026-11-22T08:05:00Z"}
+    assert times == {
+        "PodCliqueScheduled": "2026-11-22T08:05:00Z",
+        "MinAvailableBreached": "2026-11-22T08:05:00Z",
+        "PodCliqueAvailable": "2026-11-22T08:05:00Z",
+    }
 
 
 def test_hpa_selector_only_for_standalone(pod: Callable[..., dict[str, Any]]) -> None:

@@ -72,7 +72,8 @@ def _pcsg_and_members(
     for j, replica in enumerate(health):
         for clique_name, h in zip(pcsg.spec.clique_names, replica, strict=True):
             built = podclique.build_pcsg_member_podclique(pcs, pcsg, j, clique_name)
-            members.append(PodClique.model_validate(_with_status(built, _pclq_status(built, h))))
+            status = _pclq_status(built, h, hashing.generation_hash(pcs.spec.template))
+            members.append(PodClique.model_validate(_with_status(built, status)))
     return pcsg, members
 
 
@@ -117,7 +118,7 @@ def test_scaling_group_missing_member_counts_as_breach(sample: Callable[[str], P
     assert status["conditions"][0]["status"] == "True"
     assert "currentPodCliqueSetGenerationHash" not in status
     full = pcsg_status.compute_scaling_group_status(pcs, pcsg, members, NOW)
-    assert full["currentPodCliqueSetGenerationHash"] == "gen"
+    assert full["currentPodCliqueSetGenerationHash"] == hashing.generation_hash(pcs.spec.template)
 
 
 def test_gang_termination_condition_cleared_on_recovery(sample: Callable[[str], PodCliqueSet]) -> None:
@@ -209,3 +210,21 @@ def test_topology_condition() -> None:
     missing = condition({"gpu-cluster": narrow})
     assert (missing["status"], missing["reason"]) == ("True", "ClusterTopologyLevelsUnavailable")
     assert "rack" in missing["message"]
+
+
+def test_a_member_not_reporting_yet_keeps_the_group_in_breach(sample: Callable[[str], PodCliqueSet]) -> None:
+    """A member PodClique without conditions (just recreated) is not healthy: the breach stays True and
+    GangTerminationInProgress is not cleared."""
+    pcs = _with_hash(sample(MULTI))
+    pcsg, members = _pcsg_and_members(pcs, "model-instance", [[LEADER_OK, OK]])
+    fresh = members[0].model_copy(update={"status": None})
+    gt = {"type": "GangTerminationInProgress", "status": "True", "reason": "R"}
+    gt["lastTransitionTime"] = "2026-11-22T07:00:00Z"
+    pcsg = PodCliqueScalingGroup.model_validate(
+        _with_status(pcsg.model_dump(by_alias=True, exclude_none=True), {"conditions": [gt]})
+    )
+    status = pcsg_status.compute_scaling_group_status(pcs, pcsg, [fresh, *members[1:]], NOW)
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [
+        ("MinAvailableBreached", "True"),
+        ("GangTerminationInProgress", "True"),
+    ]

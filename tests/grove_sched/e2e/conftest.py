@@ -17,6 +17,7 @@ from grove_sched.app import SchedulerApp, build
 from grove_sched.config import SchedulerConfig
 from grove_sched.podgang_status import PODGANGS
 from grove_sched.postfilter import PostFilter
+from grove_sched.preemption import VictimRemover
 from grove_sim.cluster import nodes_from_flags
 from grove_sim.testing import SimCluster
 
@@ -35,9 +36,9 @@ def cluster() -> Iterator[SimCluster]:
         yield sim
 
 
-@pytest.fixture
-async def client(cluster: SimCluster) -> AsyncIterator[KubeClient]:
-    """A KubeClient for the sim with the Grove CRDs applied."""
+@contextlib.asynccontextmanager
+async def crd_client(cluster: SimCluster) -> AsyncIterator[KubeClient]:
+    """A KubeClient for a sim, with the Grove CRDs applied."""
     kube = await KubeClient.from_kubeconfig(cluster.kubeconfig)
     try:
         for path in sorted((ROOT / "crds").glob("*.yaml")):
@@ -45,6 +46,13 @@ async def client(cluster: SimCluster) -> AsyncIterator[KubeClient]:
         yield kube
     finally:
         await kube.close()
+
+
+@pytest.fixture
+async def client(cluster: SimCluster) -> AsyncIterator[KubeClient]:
+    """A KubeClient for the sim with the Grove CRDs applied."""
+    async with crd_client(cluster) as kube:
+        yield kube
 
 
 def pod_body(name: str, gang: str | None, gpus: int, *, gated: bool = True, ns: str = "default") -> Obj:
@@ -81,6 +89,7 @@ async def make_gang(
     required: str | None = None,
     group_required: str | None = None,
     ungate: bool = True,
+    priority_class: str | None = None,
 ) -> dict[str, list[str]]:
     """Create a PodGang with groups {name: (pods, minReplicas, gpus per pod)} and its gated pods; lift the gates."""
     members: dict[str, list[str]] = {}
@@ -101,6 +110,8 @@ async def make_gang(
     }
     if required:
         spec["topologyConstraint"] = {"packConstraint": {"required": required}}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     body = {
         "apiVersion": "scheduler.grove.io/v1alpha1",
         "kind": "PodGang",
@@ -152,7 +163,12 @@ async def scheduled_condition(kube: Client, gang: str) -> Obj | None:
 
 @contextlib.asynccontextmanager
 async def running_scheduler(
-    kubeconfig: str, *, client: Client | None = None, post_filter: PostFilter | None = None, **overrides: Any
+    kubeconfig: str,
+    *,
+    client: Client | None = None,
+    post_filter: PostFilter | None = None,
+    victim_remover: VictimRemover | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[SchedulerApp]:
     """Run the scheduler's manager as an asyncio task against the sim (metrics on a random port)."""
     own: KubeClient | None = None
@@ -167,7 +183,8 @@ async def running_scheduler(
         "max_backoff": 0.2,
     }
     try:
-        app = build(SchedulerConfig(**{**settings, **overrides}), client, post_filter=post_filter)
+        config = SchedulerConfig(**{**settings, **overrides})
+        app = build(config, client, post_filter=post_filter, victim_remover=victim_remover)
     except BaseException:
         if own is not None:
             await own.close()

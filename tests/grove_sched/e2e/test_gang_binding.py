@@ -51,7 +51,9 @@ async def test_short_capacity_binds_nothing_until_a_node_is_uncordoned(cluster: 
         assert pg["status"]["phase"] in ("Starting", "Running")
         events = await client.list(EVENTS, "default")
         assigned = [e for e in events["items"] if e["reason"] == "Scheduled"]
-        assert any("Successfully assigned default/big-workers-0 to node-" in e["message"] for e in assigned)
+        assert [e["involvedObject"]["kind"] for e in assigned] == ["PodGang"]  # one Event for the gang
+        assert assigned[0]["message"].startswith("Successfully assigned default/big's 8 pod(s) to 8 node(s): ")
+        assert "node-0 (big-workers-" in assigned[0]["message"]
 
 
 async def test_required_rack_holds_on_every_bound_pod(cluster: SimCluster, client: KubeClient) -> None:

@@ -12,6 +12,7 @@ from grove_sched.gangs import GangKey, ReadyGang
 from grove_sched.model import Code, Status
 from grove_sched.placement import Snapshot
 from grove_sched.podgang_status import PODGANGS
+from grove_sched.postfilter import NoPostFilter
 from grove_sched.queue import Room
 from grove_sim.testing import SimCluster
 
@@ -105,7 +106,7 @@ async def test_a_pod_asking_more_than_any_node_is_unresolvable_reported_and_park
         await eventually(after_bound)
 
 
-class RecordingPostFilter:
+class RecordingPostFilter(NoPostFilter):
     """Records what the cycle hands the post-filter, and passes the status through."""
 
     def __init__(self) -> None:

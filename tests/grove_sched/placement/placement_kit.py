@@ -11,7 +11,9 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 
 from grove_sched.model import (
+    BLOCK_KEY,
     CPU,
+    DEFAULT_LEVELS,
     GPU,
     HOSTNAME_KEY,
     MEMORY,
@@ -27,7 +29,6 @@ from grove_sched.model import (
     TopologyConstraint,
 )
 
-BLOCK_KEY = "topology.kubernetes.io/block"
 Counts = dict[tuple[str, str], int]
 
 
@@ -148,6 +149,28 @@ def violations(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangReque
     return out
 
 
+def hierarchy(nodes: Sequence[NodeInfo], g: GangRequest) -> list[str]:
+    """The documented levels: the default hierarchy's keys that some node carries (broadest first), then every
+    other key a topology constraint of the gang names."""
+    declared = [k for k in g.topology_levels or DEFAULT_LEVELS if any(k in n.labels for n in nodes)]
+    scopes = [g.topology, *(cfg.topology for cfg in g.group_configs), *(grp.topology for grp in g.groups)]
+    extra = {k for t in scopes for k in (t.required_key, t.preferred_key) if k and k not in declared}
+    return declared + sorted(extra)
+
+
+def _chain(levels: list[str], nodes: Sequence[NodeInfo], g: GangRequest, key: str) -> list[str]:
+    """A key and every broader declared level (broadest first); a key outside the hierarchy stands alone."""
+    declared = [k for k in g.topology_levels or DEFAULT_LEVELS if any(k in n.labels for n in nodes)]
+    return declared[: declared.index(key) + 1] if key in declared else [key]
+
+
+def _domain(n: NodeInfo, chain: list[str]) -> tuple[str | None, ...] | None:
+    """A node's domain at the last level of `chain`: its value there and at every broader level (None: unlabelled)."""
+    if chain[-1] not in n.labels:
+        return None
+    return tuple(n.labels.get(k) for k in chain)
+
+
 def objective(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangRequest, counts: Counts) -> tuple[int, ...]:
     """The documented tiers as a tuple (lexicographic, lower is better), computed from scratch."""
     by_name = {n.name: n for n in nodes}
@@ -156,19 +179,28 @@ def objective(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangReques
         n.name: n.allocatable.get(GPU, 0) - sum(p.requests.get(GPU, 0) for p in pods if p.node == n.name) for n in nodes
     }
     groups = {grp.name: grp for grp in g.groups}
+    levels = hierarchy(nodes, g)
+    declared = [k for k in levels if k in (g.topology_levels or DEFAULT_LEVELS)]
     missing = sum(len(grp.pods) for grp in g.groups) - sum(counts.values())
     prefs: list[tuple[tuple[str, ...], str | None]] = [(tuple(groups), g.topology.preferred_key)]
     prefs += [(cfg.group_names, cfg.topology.preferred_key) for cfg in g.group_configs]
     prefs += [((grp.name,), grp.topology.preferred_key) for grp in g.groups]
-    violations_ = 0
+    violations_ = [0] * len(levels)
     for names, key in prefs:
         if key:
-            doms = {by_name[n].labels.get(key, f"<{n}>") for (h, n), c in counts.items() if h in names and c}
-            violations_ += max(0, len(doms) - 1)
+            chain = _chain(levels, nodes, g, key)
+            for i in range(len(chain)):
+                doms = {
+                    _domain(by_name[n], chain[: i + 1]) or f"<{n}>" for (h, n), c in counts.items() if h in names and c
+                }
+                violations_[levels.index(chain[i])] += max(0, len(doms) - 1)
     touched = {n for (_, n), c in counts.items() if c}
-    racks_all = {n.labels.get(RACK_KEY) for n in nodes} - {None}
-    empty_racks = {r for r in racks_all if not any(by_name[b].labels.get(RACK_KEY) == r for b in busy)}
-    opened_racks = {by_name[n].labels.get(RACK_KEY) for n in touched} & empty_racks
+    opened = []
+    grouping = [i for i, key in enumerate(declared) if key != HOSTNAME_KEY][-1:]  # the narrowest above the hosts
+    for i in grouping:
+        chain = declared[: i + 1]
+        empty = {_domain(n, chain) for n in nodes} - {_domain(by_name[b], chain) for b in busy} - {None}
+        opened.append(len({_domain(by_name[n], chain) for n in touched} & empty))
     empty_nodes = len(touched - busy)
     stranded = sum(free_gpu[n] for n in touched) - sum(
         groups[h].requests.get(GPU, 0) * c for (h, _), c in counts.items()
@@ -177,12 +209,14 @@ def objective(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangReques
     required: list[tuple[tuple[str, ...], str | None]] = [(tuple(groups), g.topology.required_key)]
     required += [(cfg.group_names, cfg.topology.required_key) for cfg in g.group_configs]
     required += [((grp.name,), grp.topology.required_key) for grp in g.groups]
-    room = 0
-    for names, key in required:
-        if key:
-            doms = {by_name[n].labels.get(key) for (h, n), c in counts.items() if h in names and c} - {None}
-            room += sum(max(free_gpu[n.name], 0) for n in nodes if n.labels.get(key) in doms)
-    return (missing, violations_, len(opened_racks), room, fragmented, empty_nodes, stranded, 0)
+    chains = [(names, _chain(levels, nodes, g, key)) for names, key in required if key]
+    room = [0] * max((len(chain) for _, chain in chains), default=1)
+    for names, chain in chains:
+        for depth in range(len(chain)):
+            part = chain[: len(chain) - depth]
+            doms = {_domain(by_name[n], part) for (h, n), c in counts.items() if h in names and c} - {None}
+            room[depth] += sum(max(free_gpu[n.name], 0) for n in nodes if _domain(n, part) in doms)
+    return (missing, *violations_, *opened, *room, fragmented, empty_nodes, stranded, 0)
 
 
 def _profile_floor(per_gpu: list[float]) -> int:

@@ -56,7 +56,7 @@ def test_gang_prefers_a_partly_used_rack_over_opening_an_empty_one() -> None:
     pods = [bound("x", "n11", gpu=2)]
     result = _placed(place(Snapshot.build(nodes, pods), gang(group("w", 1, gpu=2), required=RACK_KEY)))
     assert result.assignments == {"w-0": "n11"}
-    assert result.objective.empty_racks_opened == 0
+    assert result.objective.empty_domains == 0
     assert result.objective.stranded_gpus == 4
 
 
@@ -233,3 +233,14 @@ def test_an_optional_group_with_an_unknown_required_key_does_not_block_the_gang(
     result = place(Snapshot.build([node("n0")], []), gang(group("a", 1, minimum=0, gpu=0, cpu=500), needless))
     assert isinstance(result, Placement)
     assert dict(result.assignments) == {"a-0": "n0"}
+
+
+def test_anti_affinity_on_a_key_a_node_lacks_does_not_bind_that_node() -> None:
+    """A node without the topology key is in no domain, so required anti-affinity on that key never keeps two pods
+    apart there (Kubernetes semantics); the old per-node shortcut, taken because every labelled node had its own
+    rack, kept one of them out."""
+    nodes = [node("n0", "r0", unschedulable=True), node("n1", None)]
+    anti = (PodAffinityTerm(LabelSelector({"app": "g1"}), RACK_KEY),)
+    g = gang(group("g0", 1, 0, gpu=0, pod_anti_affinity=anti), group("g1", 1, 0, gpu=0))
+    result = _placed(place(Snapshot.build(nodes, []), g))
+    assert result.assignments == {"g0-0": "n1", "g1-0": "n1"}

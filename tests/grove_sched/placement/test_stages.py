@@ -38,7 +38,6 @@ from grove_sched.placement import (
     node_units,
     place,
     solve,
-    weights,
 )
 
 OPTS = PlacementOptions()
@@ -68,7 +67,7 @@ def test_candidates_keep_only_domains_passing_the_aggregate_check() -> None:
     """A rack is a candidate only if its slots cover every group's minimum; tightest first."""
     nodes = [node("a", "r0"), node("b", "r1"), node("c", "r1"), node("d", "r2"), node("e", "r2")]
     p = _problem(nodes, [bound("x", "d", gpu=4)], gang(group("w", 2, gpu=8), required=RACK_KEY))
-    cands = candidates(p, deciding_level(p, RACK_KEY))
+    cands = candidates(p, deciding_level(p))
     assert [cands.level.names[d] for d in cands.ids] == ["r1"]
 
 
@@ -114,27 +113,15 @@ def test_class_and_per_node_models_agree_on_the_optimum() -> None:
     nodes = [node(f"n{i}", "r0") for i in range(4)]
     pods = [bound("x", "n0", gpu=3), bound("y", "n1", gpu=5)]
     p = _problem(nodes, pods, gang(group("a", 2, gpu=3), group("b", 3, 1, gpu=2), required=RACK_KEY))
-    w = weights(p)
     every = np.arange(4)
     by_class = class_units(p, every, 512)
     assert by_class is not None
-    a = solve(p, by_class, w, None, OPTS)
-    b = solve(p, node_units(p, every), w, None, OPTS)
+    a = solve(p, by_class, None, OPTS)
+    b = solve(p, node_units(p, every), None, OPTS)
     assert a.counts is not None
     assert b.counts is not None
     assert a.status == b.status == "OPTIMAL"
-    assert evaluate(p, a.counts, w).weighted == evaluate(p, b.counts, w).weighted
-
-
-def test_weights_are_lexicographic() -> None:
-    """One missing extra pod outweighs the worst possible total of every lower tier."""
-    nodes = [node(f"n{i}", "r0") for i in range(4)]
-    p = _problem(nodes, [], gang(group("a", 3, 1, gpu=1), preferred=RACK_KEY))
-    w = weights(p)
-    assert all(w.tiers[i] >= w.tiers[i + 1] for i in range(len(w.tiers) - 1))
-    assert w.of("racks") == w.of("room")  # no required scope: the room tier cannot take a value
-    worst_lower = w.of("violations") * 3 + w.of("racks") * 1 + w.of("empty") * 4 + w.of("stranded") * 32
-    assert w.of("missing") > worst_lower
+    assert evaluate(p, a.counts).key == evaluate(p, b.counts).key
 
 
 def test_candidates_rank_exact_fits_before_tightness() -> None:
@@ -142,7 +129,7 @@ def test_candidates_rank_exact_fits_before_tightness() -> None:
     nodes = [node("a", "r0"), node("b", "r0"), node("c", "r1"), node("d", "r1")]
     pods = [bound("x", "a", gpu=5), bound("y", "b", gpu=5), bound("z", "c", gpu=4), bound("w", "d", gpu=4)]
     p = _problem(nodes, pods, gang(group("w", 2, gpu=2), required=RACK_KEY))
-    cands = candidates(p, deciding_level(p, RACK_KEY))
+    cands = candidates(p, deciding_level(p))
     assert [cands.level.names[d] for d in cands.ids] == ["r1", "r0"]
 
 

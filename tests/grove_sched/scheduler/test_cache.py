@@ -110,7 +110,7 @@ ops = st.lists(
 @given(ops)
 def test_capacity_equals_allocatable_minus_bound_and_assumed(steps: list[tuple[str, int, int]]) -> None:
     """After any sequence of cache operations, free = allocatable - (bound + assumed), each pod counted once."""
-    cache = SchedulerCache(max_overlay=2)
+    cache = SchedulerCache(max_departed=2)
     nodes = ["n0", "n1", "n2"]
     for n in nodes:
         cache.node_upserted(node(n, gpus=100))
@@ -143,7 +143,7 @@ def test_capacity_equals_allocatable_minus_bound_and_assumed(steps: list[tuple[s
 @given(ops, st.integers(1, 8))
 def test_incremental_snapshots_match_a_fresh_build(steps: list[tuple[str, int, int]], overlay: int) -> None:
     """A snapshot taken after every step (so each one extends the last) equals one built from scratch."""
-    cache = SchedulerCache(max_overlay=overlay)
+    cache = SchedulerCache(max_departed=overlay)
     nodes = ["n0", "n1", "n2"]
     infos = [node(n, gpus=100) for n in nodes]
     for info in infos:
@@ -172,8 +172,8 @@ def test_incremental_snapshots_match_a_fresh_build(steps: list[tuple[str, int, i
         )
         assert snap.free.tolist() == fresh.free.tolist()
         assert snap.pod_count.tolist() == fresh.pod_count.tolist()
-        assert sorted((p.name, p.node) for p in snap.pods) == sorted((p.name, p.node) for p in fresh.pods)
-        assert sorted(snap.pod_node.tolist()) == sorted(fresh.pod_node.tolist())
+        assert sorted((p.name, p.node) for p in snap.live_pods) == sorted((p.name, p.node) for p in fresh.live_pods)
+        assert sorted(snap.pod_node[snap.pod_alive].tolist()) == sorted(fresh.pod_node.tolist())
 
 
 def test_snapshot_extends_the_last_one_when_a_gang_is_assumed() -> None:
@@ -186,5 +186,5 @@ def test_snapshot_extends_the_last_one_when_a_gang_is_assumed() -> None:
     assert cache.snapshot() is first
     cache.assume([(bound_pod(pod("b", gpus=2), "n1"), "")])
     second = cache.snapshot()
-    assert second.pods[: len(first.pods)] == first.pods
+    assert second.pods[: len(first.pods)] == tuple(first.pods)
     assert free_gpus(cache, "n1") == 4

@@ -56,3 +56,35 @@ def test_lease_timing_flags() -> None:
     assert (default.lease_duration, default.renew_deadline, default.retry_period) == (15, 10, 2)
     with pytest.raises(SystemExit):
         parse_args(["--leader-elect-lease-duration", "1", "--leader-elect-renew-deadline", "2"])
+
+
+def test_default_topology_levels_flag() -> None:
+    """The fallback hierarchy is zone > block > rack > host unless given; a repeated key is refused."""
+    assert parse_args([]).placement.default_levels == (
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/block",
+        "topology.kubernetes.io/rack",
+        "kubernetes.io/hostname",
+    )
+    config = parse_args(["--default-topology-levels", "example.com/spine, example.com/leaf"])
+    assert config.placement.default_levels == ("example.com/spine", "example.com/leaf")
+    with pytest.raises(SystemExit):
+        parse_args(["--default-topology-levels", "a,a"])
+
+
+def test_status_settle_flag() -> None:
+    """One status write per gang outcome waits up to 1 s by default; 0 writes every state; negative is refused."""
+    assert parse_args([]).status_settle == 1.0
+    assert parse_args(["--status-settle", "0"]).status_settle == 0.0
+    with pytest.raises(SystemExit):
+        parse_args(["--status-settle", "-1"])
+
+
+def test_preemption_flags() -> None:
+    """Preemption is on and deletes victims by default; `--no-preemption` and `--preemption-eviction evict` say
+    otherwise; an unknown removal mode is a usage error."""
+    assert (parse_args([]).preemption, parse_args([]).preemption_eviction) == (True, "delete")
+    config = parse_args(["--no-preemption", "--preemption-eviction", "evict"])
+    assert (config.preemption, config.preemption_eviction) == (False, "evict")
+    with pytest.raises(SystemExit):
+        parse_args(["--preemption-eviction", "drain"])

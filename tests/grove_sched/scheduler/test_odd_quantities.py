@@ -91,8 +91,8 @@ def overcommitted(
             wanted = [
                 exact(p["spec"]["containers"][0]["resources"]["requests"].get(resource, "0"), resource) for p in mine
             ]
-            if not any(w for w in wanted):
-                continue
+            if not any(w is not None and w > 0 for w in wanted):
+                continue  # asks for none of it (a negative request, which kube-apiserver refuses, counts as none)
             used = [
                 exact(p["spec"]["containers"][0]["resources"]["requests"].get(resource, "0"), resource) for p in others
             ]
@@ -101,7 +101,7 @@ def overcommitted(
                 continue
             have = exact(node["status"]["allocatable"].get(resource, "0"), resource)
             total = sum((max(u, Fraction(0)) for u in used if u is not None), Fraction(0))
-            if have is None or total + sum(w for w in wanted if w is not None) > have:
+            if have is None or total + sum(max(w, Fraction(0)) for w in wanted if w is not None) > have:
                 problems.append(f"{name}: {resource}")
     return problems
 

@@ -169,16 +169,70 @@ async def test_stale_cache_neither_resends_nor_conflicts() -> None:
     await reconciler.reconcile(key)  # nothing to write yet
     assert server.patches == []
     pods["a"] = pod("a", node_name="n1")
-    await reconciler.reconcile(key)  # phase only: Starting
+    await reconciler.reconcile(key)  # phase Starting: still moving, waits
     book.record(key, OK)
-    await reconciler.reconcile(key)  # the condition, pinned to the version our phase write produced
-    await reconciler.reconcile(key)  # nothing new
+    await reconciler.reconcile(key)  # scheduled, not yet Running: waits
     pods["a"] = pod("a", node_name="n1", phase="Running")
-    await reconciler.reconcile(key)
+    await reconciler.reconcile(key)  # settled: phase, condition and score in one write
+    await reconciler.reconcile(key)  # nothing new
+    book.record(key, ScheduledState(True, "Scheduled", "again", 0.5))
+    await reconciler.reconcile(key)  # a settled change is written at once, pinned to our write's version
     assert [sorted(p["status"]) for p in server.patches] == [
-        ["phase"],
         ["conditions", "phase", "placementScore"],
-        ["phase"],
+        ["conditions", "phase", "placementScore"],
     ]
     assert server.obj["status"]["phase"] == "Running"
     assert [c["type"] for c in server.obj["status"]["conditions"]] == ["Initialized", "Scheduled"]
+
+
+def _settling(
+    pods: dict[str, dict[str, Any]], clock: FakeClock
+) -> tuple[ObjectKey, StatusBook, StatusServer, PodGangStatusReconciler]:
+    """A Pending one-pod PodGang (with the operator's condition) and a reconciler that lets statuses settle 2 s."""
+    cached = podgang("g", {"x": (["a"], 1)}, status={"phase": "Pending", "conditions": [INIT]})
+    cached["metadata"]["resourceVersion"] = "5"
+    book = StatusBook()
+    server = StatusServer(cached)
+    reconciler = PodGangStatusReconciler(
+        server,  # type: ignore[arg-type]
+        book,
+        lambda _key: server.obj,
+        lambda _pg: pods,
+        "grove-scheduler",
+        clock,
+        settle=2.0,
+    )
+    return ObjectKey("default", "g"), book, server, reconciler
+
+
+async def test_a_moving_status_is_written_once_it_settles_or_the_wait_ends() -> None:
+    """A scheduled gang whose pods are not Running yet waits `settle` seconds (fake clock) for them, then its
+    status is written as it stands; a failed verdict is written at once."""
+    clock = FakeClock()
+    key, book, server, reconciler = _settling({"a": pod("a", node_name="n1")}, clock)
+    book.record(key, OK)
+    first = await reconciler.reconcile(key)
+    assert server.patches == []
+    assert first.requeue_after == 2.0
+    clock.advance(1.5)
+    assert (await reconciler.reconcile(key)).requeue_after == 0.5
+    clock.advance(0.5)
+    await reconciler.reconcile(key)
+    assert server.obj["status"]["phase"] == "Starting"
+    assert len(server.patches) == 1
+    book.record(key, ScheduledState(False, "Unschedulable", "no room"))
+    await reconciler.reconcile(key)
+    assert len(server.patches) == 2
+
+
+async def test_pods_running_before_their_verdict_wait_for_it() -> None:
+    """The binds' pod events can arrive before the verdict that follows them: a gang already Running without a
+    verdict waits for it (fake clock, no time passes), so its status is written once, with phase, condition and
+    score together. The old rule took Running as settled and wrote the phase alone, then the verdict."""
+    key, book, server, reconciler = _settling({"a": pod("a", node_name="n1", phase="Running")}, FakeClock())
+    assert (await reconciler.reconcile(key)).requeue_after == 2.0
+    assert server.patches == []
+    book.record(key, OK)
+    await reconciler.reconcile(key)
+    assert [sorted(p["status"]) for p in server.patches] == [["conditions", "phase", "placementScore"]]
+    assert server.obj["status"]["phase"] == "Running"

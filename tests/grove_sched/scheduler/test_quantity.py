@@ -3,10 +3,15 @@ text that is no quantity."""
 
 from __future__ import annotations
 
+import contextlib
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grove_sched import quantity
+from grove_sched.model import CPU
 from grove_sched.quantity import BEYOND, MAX_QUANTITY, bound_demand, node_capacity, parse_quantity, pod_demand
 
 
@@ -101,3 +106,29 @@ def test_parse_quantity_is_bounded_or_rejects(value: object, resource: str, capa
     except ValueError:
         return
     assert -BEYOND <= amount <= BEYOND
+
+
+@given(QUANTITY_TEXT, st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.booleans())
+def test_a_remembered_quantity_answers_as_a_fresh_parse(value: object, resource: str, capacity: bool) -> None:
+    """Parses are remembered by text: asking again, after the same text was asked for another resource and
+    rounding, gives what an unremembered parse gives, and a rejection still names the resource asked about."""
+    other = "memory" if resource == CPU else CPU
+    with contextlib.suppress(ValueError):  # the same text remembered under the other key first
+        parse_quantity(value, other, capacity=not capacity)
+    try:
+        fresh = quantity._parsed.__wrapped__(str(value).strip(), resource == CPU, capacity)
+    except ValueError:
+        with pytest.raises(ValueError, match=re.escape(resource)):
+            parse_quantity(value, resource, capacity=capacity)
+        return
+    assert parse_quantity(value, resource, capacity=capacity) == fresh
+    assert parse_quantity(value, resource, capacity=capacity) == fresh
+
+
+def test_cpu_and_other_resources_do_not_share_a_remembered_parse() -> None:
+    """The same text is millicores for cpu and whole units otherwise, in either order of asking."""
+    assert parse_quantity("2", "memory") == 2
+    assert parse_quantity("2", "cpu") == 2000
+    assert parse_quantity("2", "memory") == 2
+    assert parse_quantity("1500m", "cpu", capacity=True) == 1500
+    assert parse_quantity("1500m", "memory", capacity=True) == 1

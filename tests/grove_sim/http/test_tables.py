@@ -465,9 +465,25 @@ def test_custom_resource_without_columns_gets_name_and_age() -> None:
         pytest.param(
             "deployments",
             "apps",
-            {"metadata": {"name": "d", "creationTimestamp": ts(timedelta(days=400))}},
+            {
+                "metadata": {"name": "d", "creationTimestamp": ts(timedelta(days=400))},
+                "spec": {
+                    "replicas": 3,
+                    "selector": {"matchLabels": {"app": "d"}},
+                    "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+                },
+                "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2},
+            },
+            ["Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"],
+            ["d", "2/3", 3, 2, "400d", "c", "nginx", "app=d"],
+            id="deployment",
+        ),
+        pytest.param(
+            "roles",
+            "rbac.authorization.k8s.io",
+            {"metadata": {"name": "r", "creationTimestamp": ts(timedelta(days=400))}},
             ["Name", "Age"],
-            ["d", "400d"],
+            ["r", "400d"],
             id="generic",
         ),
     ],

@@ -12,9 +12,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 
-from grove_sim.cli import GC_THRESHOLD, tune_gc
+from grove_sim.cli import GC_THRESHOLD, build_parser, tune_gc
 
 
 def test_up_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -101,3 +102,16 @@ def test_up_with_rbac_and_faults_from_the_command_line(tmp_path: Path) -> None:
     bad = subprocess.run([*command, "--faults", '{"errors": [{"code": 200}]}'], capture_output=True, text=True)
     assert bad.returncode == 2
     assert "invalid fault configuration: errors[0].code: must be one of 409, 429, 500, 503" in bad.stderr
+
+
+def test_exec_image_takes_a_prefix_with_or_without_a_command_and_tls_is_a_flag(tmp_path: Path) -> None:
+    """``--exec-image PREFIX`` (containers must set ``command``) and ``PREFIX=COMMAND``; an empty prefix or an
+    empty command after ``=`` is refused."""
+    parser = build_parser()
+    args = parser.parse_args(["up", "--kubeconfig", str(tmp_path / "kc"), "--exec-image", "ghcr.io/me/",
+                              "--exec-image", "grove-initc=grove-initc --verbose", "--tls"])  # fmt: skip
+    assert args.exec_image == [("ghcr.io/me/", ""), ("grove-initc", "grove-initc --verbose")]
+    assert args.tls is True
+    for bad in ("=cmd", "prefix=", "prefix=  "):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["up", "--kubeconfig", str(tmp_path / "kc"), "--exec-image", bad])

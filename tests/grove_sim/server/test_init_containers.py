@@ -25,6 +25,7 @@ from grove_sim.server import SIM_TOKEN, SimOptions
 from grove_sim.testing import SimCluster
 
 from ...fixtures import exec_probe
+from .conftest import until
 
 Obj = dict[str, Any]
 PROBE = f"{sys.executable} {exec_probe.__file__}"
@@ -61,16 +62,6 @@ def probe_pod(
         "spec": {"nodeName": "node-0", "initContainers": [init], "containers": [{"name": "c", "image": "app"}],
                  **(spec or {})},
     }  # fmt: skip
-
-
-async def until(probe: Any, limit: float = 60.0) -> Any:
-    """Poll an async probe until it returns something truthy (the limit only guards against a hang)."""
-    deadline = asyncio.get_running_loop().time() + limit
-    while not (value := await probe()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.05)
-    return value
 
 
 async def phase(kube: KubeClient, namespace: str, name: str, wanted: str) -> Obj | None:

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from grove_runtime import errors
 from grove_runtime.client import KubeClient, PatchType, RetryPolicy
-from grove_runtime.resources import CONFIGMAPS, NAMESPACES, SERVICES
+from grove_runtime.resources import CONFIGMAPS, NAMESPACES, SERVICES, ResourceType
 from grove_runtime.webhook import certs
 from grove_runtime.webhook.jsonpatch import create_patch
 from grove_runtime.webhook.registration import MUTATING_CONFIGURATIONS, VALIDATING_CONFIGURATIONS
@@ -30,6 +30,7 @@ from grove_runtime.webhook.server import WebhookServer
 from grove_sim.testing import SimCluster
 
 Obj = dict[str, Any]
+ENDPOINTS = ResourceType("", "v1", "endpoints", "Endpoints")
 Answer = Callable[[AdmissionRequest], Awaitable[AdmissionResponse]]
 
 
@@ -384,6 +385,45 @@ async def test_service_reference_resolves_through_the_local_address_annotation(
         assert hooks.paths() == ["/svc"]
     finally:
         await kube.delete(SERVICES, "hooks", "hooks-ns")
+
+
+async def test_service_reference_resolves_through_the_services_endpoints(
+    hooks: Hooks, kube: KubeClient, ns: str
+) -> None:
+    """Without the annotation a service reference goes where kube-apiserver sends it: a ready address of the
+    Service's Endpoints on the target port of the named service port (here Endpoints written by hand, as for a
+    Service without a selector); not-ready addresses are not called."""
+
+    async def ok(request: AdmissionRequest) -> AdmissionResponse:
+        return allowed()
+
+    hooks.on("/eps", ok)
+    client = {
+        "service": {"namespace": "hooks-ns", "name": "hooks", "port": 8443, "path": "/eps"},
+        "caBundle": _b64(hooks.bundle.ca_cert),
+    }
+    with contextlib.suppress(errors.AlreadyExists):
+        await kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hooks-ns"}})
+    ports = [{"name": "metrics", "port": 8080}, {"name": "webhook", "port": 8443, "targetPort": 9443}]
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "hooks"}, "spec": {"ports": ports}}
+    await kube.create(SERVICES, service, "hooks-ns")
+    subset = {
+        "notReadyAddresses": [{"ip": "127.0.0.1"}],
+        "ports": [{"name": "metrics", "port": 1}, {"name": "webhook", "port": hooks.server.port}],
+    }
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "hooks"}, "subsets": [subset]}
+    await kube.create(ENDPOINTS, endpoints, "hooks-ns")
+    try:
+        await register(kube, ns, validating=[hook("eps.example.io", client, ns)])
+        with pytest.raises(errors.ServerError) as not_ready:
+            await kube.create(CONFIGMAPS, configmap("a"), ns)
+        assert not_ready.value.body["message"].endswith('no endpoints available for service "hooks"')
+        ready = {"subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": subset["ports"]}]}
+        await kube.patch(ENDPOINTS, "hooks", ready, "hooks-ns")
+        await kube.create(CONFIGMAPS, configmap("a"), ns)
+        assert hooks.paths() == ["/eps"]
+    finally:
+        await kube.delete(SERVICES, "hooks", "hooks-ns")  # its Endpoints go with it, as the controller does
 
 
 async def test_warnings_reach_the_client_as_warning_headers(

@@ -17,6 +17,7 @@ from grove_operator.podcliqueset.components.hpa import Hpas
 from grove_operator.podcliqueset.components.podclique import StandalonePodCliques
 from grove_operator.podcliqueset.components.podgang import PodGangs
 from grove_operator.podcliqueset.components.rbac import ROLE, ROLE_BINDING, SERVICE_ACCOUNT, TOKEN_SECRET
+from grove_operator.podcliqueset.components.replica import PodCliqueSetReplicas
 from grove_operator.podcliqueset.components.scalinggroup import ScalingGroups
 from grove_operator.podcliqueset.components.service import HeadlessServices
 from grove_operator.reconcile.context import Component
@@ -34,8 +35,9 @@ def sync_groups() -> SyncGroups:
     return (
         # G1 — per-PCS infrastructure that pods rely on before they exist: grove-initc's identity (SA, Role,
         # RoleBinding, token Secret: the Secret waits for the token controller and so holds back every PodClique),
-        # the headless services that give pods DNS names, and the HPAs that own scaling of what follows.
-        (SERVICE_ACCOUNT, ROLE, ROLE_BINDING, TOKEN_SECRET, HeadlessServices(), Hpas()),
+        # the headless services that give pods DNS names, and the HPAs that own scaling of what follows; and the
+        # replica lifecycle (gang termination, rolling update), which may delete a replica's PodCliques.
+        (SERVICE_ACCOUNT, ROLE, ROLE_BINDING, TOKEN_SECRET, HeadlessServices(), Hpas(), PodCliqueSetReplicas()),
         # G2 — standalone PodCliques: their controller creates the (gated) pods.
         (StandalonePodCliques(),),
         # G3 — scaling groups (whose controller creates member PodCliques) and the PodGangs that reference the pods
