@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test test-fast lint typecheck imports unit demo crds bench bench-full kubectl clean image release
+.PHONY: venv test test-fast lint typecheck imports unit demo crds bench bench-full chaos kubectl clean image release
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -80,6 +80,10 @@ bench: $(STAMP)
 bench-full: $(STAMP)
 	$(BIN)/python -m benchmarks full
 	$(BIN)/python -m benchmarks e2e full
+
+# The chaos suite (not part of `make test`; a short seeded version is): faults, kills, freezes, an observer, fuzzing.
+chaos: $(STAMP)
+	$(BIN)/python -m benchmarks.chaos --seed 1 --budget 540 $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -84,14 +84,6 @@ async def test_retries_429_honouring_retry_after(mini_client: KubeClient, mini_a
     assert sum(1 for m, p, _ in mini_api.requests if m == "GET" and p.endswith("/pods/a")) == 4
 
 
-async def test_retries_give_up_after_attempts(mini_client: KubeClient, mini_api: MiniApi) -> None:
-    """A persistent 500 surfaces as ServerError after the configured attempts."""
-    mini_api.faults.append(Fault(500, "GET", times=100))
-    with pytest.raises(errors.ServerError):
-        await mini_client.get(PODS, "a", "default")
-    assert len(mini_api.requests) == 4
-
-
 async def test_client_errors_are_not_retried(mini_client: KubeClient, mini_api: MiniApi) -> None:
     """A 422 is raised at once as Invalid."""
     mini_api.faults.append(Fault(422, "POST", times=5))

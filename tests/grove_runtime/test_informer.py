@@ -115,18 +115,6 @@ async def test_odd_events_and_failing_handlers_do_not_stop_the_informer(
     assert len(informer.store) == 1
 
 
-async def test_server_errors_back_off_and_recover(mini_api: MiniApi, mini_client: KubeClient) -> None:
-    """A failing list is retried after backoff and the informer eventually syncs."""
-    from .conftest import Fault
-
-    mini_api.put(COLL, pod("a"))
-    mini_api.faults.append(Fault(500, "GET", times=6))
-    informer = Informer(mini_client, PODS, backoff=(0.001, 0.01))
-    async with running(informer):
-        assert ObjectKey("default", "a") in informer.store
-    assert not any(f.times for f in mini_api.faults)
-
-
 async def test_late_handler_receives_existing_objects(mini_api: MiniApi, mini_client: KubeClient) -> None:
     """A handler added after sync first gets an add for every cached object."""
     mini_api.put(COLL, pod("a"))

@@ -41,8 +41,13 @@ class PodCliqueSetDefaulter:
     """Fills the webhook defaults of §3.12 (the CRD schema's were applied by the API server already)."""
 
     async def default(self, request: AdmissionRequest, obj: Obj) -> Warnings:
-        """Default ``obj`` in place."""
-        defaulted = defaults.apply_webhook_defaults(obj)
+        """Default ``obj`` in place. A body of the wrong shape (``spec: "x"``, ``podSpec: null``) is left as it is:
+        mutation runs before the API server's schema validation, which refuses it naming the field (a crash here
+        would answer a 500 instead)."""
+        try:
+            defaulted = defaults.apply_webhook_defaults(obj)
+        except (AttributeError, TypeError, KeyError, ValueError):
+            return ()
         obj.clear()
         obj.update(defaulted)
         return ()

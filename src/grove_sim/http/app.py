@@ -8,7 +8,8 @@ including unexpected exceptions, leaves as a ``metav1.Status`` so clients never 
 (apiserver-notes §2.8). Warnings that admission collected for the request leave as ``Warning: 299 - "..."`` headers,
 on a success and on a refusal alike, which kubectl prints as ``Warning: ...`` lines. With an authorizer
 (``--authorization-mode RBAC``) every request is authorized before routing (``grove_sim.http.authorize``); with
-faults in force every request passes the fault injector first (``grove_sim.http.faults``).
+faults in force every request passes the fault injector first (``grove_sim.http.faults``), but those of the users
+the configuration exempts.
 """
 
 from __future__ import annotations
@@ -48,13 +49,24 @@ async def _serve_sim(ctx: ApiContext, faults: FaultInjector, request: web.Reques
     return await faults.endpoint(request)
 
 
+def _exempt(ctx: ApiContext, faults: FaultInjector, request: web.Request) -> bool:
+    """Whether the request's user is one the fault configuration exempts (authenticated only when some are)."""
+    exempt = faults.config.exempt_users
+    if not exempt:
+        return False
+    try:
+        return ctx.authenticate(request).username in exempt
+    except (Unauthorized, errors.ApiError):
+        return False
+
+
 def make_app(ctx: ApiContext) -> web.Application:
     """The application serving the Kubernetes API for ``ctx``."""
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
         warnings: list[str] = []
         faults = ctx.faults
-        if faults is not None and faults.active:
+        if faults is not None and faults.active and not _exempt(ctx, faults, request):
             response = await faults.around(request, lambda: serve(request, warnings))
         else:
             response = await serve(request, warnings)

@@ -8,14 +8,16 @@
      "latency": {"seconds": 0.05, "rate": 0.5, "verbs": ["list"]},
      "dropWatches": {"rate": 0.5, "afterSeconds": 2.0},
      "expireRewatches": {"rate": 0.2},
-     "paused": false}
+     "paused": false,
+     "exemptUsers": ["system:serviceaccount:chaos:observer"]}
 
 Error codes are those a client must survive: 500 InternalError, 503 ServiceUnavailable, 429 TooManyRequests (with
 ``Retry-After``) and 409 Conflict. ``verbs`` and ``resources`` (``pods``, ``pods/binding``, ``deployments.apps``,
 ``*``) narrow a rule to resource requests of those; without them a rule applies to every resource request.
 Errors, latency and watch faults hit resource requests only; a pause holds every request but the ``/sim/`` and
-``/metrics`` paths. A bad document is a ``ValueError``
-naming the field, which the endpoint answers as a 400.
+``/metrics`` paths. ``exemptUsers`` names users (as authenticated, e.g. a service account) whose requests no fault
+touches, not even a pause: an observer checking a cluster under faults reads it through such an account. A bad
+document is a ``ValueError`` naming the field, which the endpoint answers as a 400.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class FaultConfig:
     drop_watch_after: float = 1.0
     expire_rewatch_rate: float = 0.0
     paused: bool = False
+    exempt_users: frozenset[str] = frozenset()
 
     @property
     def active(self) -> bool:
@@ -109,6 +112,8 @@ class FaultConfig:
             out["dropWatches"] = {"rate": self.drop_watch_rate, "afterSeconds": self.drop_watch_after}
         if self.expire_rewatch_rate:
             out["expireRewatches"] = {"rate": self.expire_rewatch_rate}
+        if self.exempt_users:
+            out["exemptUsers"] = sorted(self.exempt_users)
         return out
 
 
@@ -144,7 +149,7 @@ def parse_faults(doc: Any) -> FaultConfig:
     """The configuration a JSON document describes (see the module doc); ``ValueError`` names a bad field."""
     if not isinstance(doc, dict):
         raise ValueError("the fault configuration must be a JSON object")
-    known = {"seed", "errors", "latency", "dropWatches", "expireRewatches", "paused"}
+    known = {"seed", "errors", "latency", "dropWatches", "expireRewatches", "paused", "exemptUsers"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ValueError(f"unknown field {unknown[0]!r} (expected {', '.join(sorted(known))})")
@@ -154,6 +159,9 @@ def parse_faults(doc: Any) -> FaultConfig:
     paused = doc.get("paused", False)
     if not isinstance(paused, bool):
         raise ValueError("paused: must be a boolean")
+    exempt = doc.get("exemptUsers", [])
+    if not isinstance(exempt, list) or not all(isinstance(user, str) and user for user in exempt):
+        raise ValueError("exemptUsers: must be a list of non-empty strings")
     raw_errors = doc.get("errors", [])
     if not isinstance(raw_errors, list):
         raise ValueError("errors: must be a list")
@@ -185,4 +193,5 @@ def parse_faults(doc: Any) -> FaultConfig:
         drop_watch_after=_number(drop, "afterSeconds", "dropWatches", 1.0),
         expire_rewatch_rate=_number(expire, "rate", "expireRewatches", 0.0, upper=1.0),
         paused=paused,
+        exempt_users=frozenset(exempt),
     )

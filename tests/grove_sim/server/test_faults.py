@@ -4,6 +4,7 @@ resumes; dropped and expired watches that our informer re-establishes; only the 
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import os
 import random
@@ -242,6 +243,49 @@ async def test_a_paused_server_holds_requests_until_resumed(faulty: SimCluster) 
     status, body = await put_faults(faulty, {"paused": False})
     assert (status, body["paused"]) == (200, False)
     assert await held == [200]
+
+
+async def _account_token(sim: SimCluster, namespace: str, account: str) -> str:
+    """The bearer token of a new service account's token Secret, once the token controller has filled it."""
+    secret = {
+        "metadata": {"name": f"{account}-token", "annotations": {"kubernetes.io/service-account.name": account}},
+        "type": "kubernetes.io/service-account-token",
+    }
+    base = f"{sim.url}/api/v1/namespaces/{namespace}"
+    async with aiohttp.ClientSession(headers=ADMIN) as session:
+        async with session.post(f"{base}/serviceaccounts", json={"metadata": {"name": account}}) as created:
+            assert created.status == 201
+        async with session.post(f"{base}/secrets", json=secret) as created:
+            assert created.status == 201
+
+        async def filled() -> str | None:
+            async with session.get(f"{base}/secrets/{account}-token") as got:
+                token = ((await got.json()).get("data") or {}).get("token")
+            return base64.b64decode(token).decode() if token else None
+
+        return str(await eventually(filled))
+
+
+async def test_exempt_users_meet_no_fault(faulty: SimCluster, namespace: str) -> None:
+    """An observer's service account named in ``exemptUsers`` is served through every fault, a pause included,
+    while the administrator's requests still fail; the exemption reads back and is validated."""
+    token = await _account_token(faulty, namespace, "observer")
+    observer = f"system:serviceaccount:{namespace}:observer"
+    status, body = await put_faults(faulty, {"errors": [{"code": 503, "rate": 1.0}], "exemptUsers": [observer]})
+    assert (status, body["exemptUsers"]) == (200, [observer])
+    url = f"{faulty.url}/api/v1/namespaces/{namespace}/configmaps"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(url, headers=ADMIN) as response:
+            assert response.status == 503
+        async with session.get(url, headers={"Authorization": f"Bearer {token}"}) as response:
+            assert response.status == 200
+        await put_faults(faulty, {"paused": True, "exemptUsers": [observer]})
+        async with session.get(url, headers={"Authorization": f"Bearer {token}"}) as response:
+            assert response.status == 200
+        await put_faults(faulty, {"paused": False})
+    status, body = await put_faults(faulty, {"exemptUsers": [""]})
+    assert status == 400
+    assert "exemptUsers" in body["message"]
 
 
 async def test_our_informer_survives_dropped_and_expired_watches(faulty: SimCluster, namespace: str) -> None:
