@@ -63,6 +63,10 @@ NOT_EXERCISED: dict[str, str] = {
     "ClusterRole grove-scheduler: get pods.core": "a bind refused with a conflict reads the pod",
     "ClusterRole grove-scheduler: delete pods.core": "rollback of a gang whose minimum could not be bound",
     "ClusterRole grove-scheduler: patch events.core": "a repeated Event is patched (count); none repeats here",
+    "ClusterRole grove-scheduler: patch pods/status.core":
+        "PodScheduled=False on a gang that cannot be placed, nominatedNodeName and DisruptionTarget when preempting;"
+        " every gang fits here",
+    "ClusterRole grove-scheduler: create pods/eviction.core": "preemption with --preemption-eviction evict",
     "grove-initc: get pods.core in rbac-workload": _INITC_ROLE,
     "grove-initc: get pods/status.core in rbac-workload": _INITC_ROLE,
     "grove-initc: list pods/status.core in rbac-workload": _INITC_ROLE,
