@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +29,7 @@ from grove_sim.cluster import nodes_from_flags
 from grove_sim.server import SimOptions
 from grove_sim.testing import SimCluster, console_script
 
+from ..fixtures.net import free_port
 from ..grove_operator.e2e._harness import live_pods, wait_for
 from . import _manifests as m
 from . import _rbac
@@ -104,12 +104,6 @@ def sim(audit_log: Path, objects: list[Obj]) -> Iterator[SimCluster]:
         yield cluster
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Programs:
     """The operator and the scheduler as processes, each under its ServiceAccount, with its Deployment's flags."""
 
@@ -118,7 +112,7 @@ class Programs:
         self.sim = sim
         self.objects = objects
         self.logs = logs
-        self.webhook_port = _free_port()
+        self.webhook_port = free_port()
 
     def start(self, name: str) -> None:
         deployment = m.one(self.objects, "Deployment", name)

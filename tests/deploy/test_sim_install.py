@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from grove_sim.server import SimOptions
 from grove_sim.testing import SimCluster, console_script
 
 from ..conftest import KUBECTL
+from ..fixtures.net import fetch, free_port
 from ..fixtures.samples import sample_path
 from . import _manifests as m
 
@@ -97,9 +96,7 @@ def _sample_workload_runs(kubectl: Kubectl) -> None:
 
 def _metrics_through_port_forward(kubectl_env: dict[str, str]) -> None:
     """The documented troubleshooting command: port-forward the scheduler's metrics Service, then read grove_*."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     forward = subprocess.Popen(
         [KUBECTL, "port-forward", "-n", m.NAMESPACE, "svc/grove-scheduler-metrics", f"{port}:8080"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=kubectl_env,
@@ -107,8 +104,7 @@ def _metrics_through_port_forward(kubectl_env: dict[str, str]) -> None:
     try:
         assert forward.stdout is not None
         assert forward.stdout.readline().startswith(f"Forwarding from 127.0.0.1:{port} -> 8080")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
-            assert "grove_scheduler_" in response.read().decode()
+        assert "grove_scheduler_" in fetch(f"http://127.0.0.1:{port}/metrics")
     finally:
         forward.terminate()
         forward.wait(30)

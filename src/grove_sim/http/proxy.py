@@ -9,13 +9,12 @@ kube-apiserver answers ``error trying to reach service``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiohttp
 from aiohttp import web
 
 from grove_sim.http.context import ApiContext, Target
 from grove_sim.machinery import errors
+from grove_sim.machinery.endpoints import ready_endpoint
 
 __all__ = ["proxy", "resolve_pod", "resolve_service"]
 
@@ -59,31 +58,15 @@ def resolve_pod(ctx: ApiContext, namespace: str, name: str, port: str) -> tuple[
     raise errors.bad_request(f"no port named {port!r} in pod {name}")
 
 
-def service_port(service: dict[str, Any], port: str) -> dict[str, Any] | None:
-    """The Service port named or numbered ``port`` (the only one when ``port`` is empty)."""
-    ports = list((service.get("spec") or {}).get("ports") or [])
-    if not port:
-        return ports[0] if len(ports) == 1 else next((p for p in ports if not p.get("name")), None)
-    return next((p for p in ports if p.get("name") == port or str(p.get("port")) == port), None)
-
-
 def resolve_service(ctx: ApiContext, namespace: str, name: str, port: str) -> tuple[str, int, str]:
     """A ready endpoint (ip, port, pod name) behind ``port`` of Service ``name``."""
     service = ctx.core.store.get(("", "services"), namespace, name)
     if service is None:
         raise errors.not_found("", "services", name)
-    wanted = service_port(service, port)
-    if wanted is None:
+    found = ready_endpoint(service, ctx.core.store.get(("", "endpoints"), namespace, name), port)
+    if found is None:
         raise unavailable(f'no endpoints available for service "{name}"')
-    endpoints = ctx.core.store.get(("", "endpoints"), namespace, name) or {}
-    for subset in endpoints.get("subsets") or []:
-        for candidate in subset.get("ports") or []:
-            if str(candidate.get("name") or "") != str(wanted.get("name") or ""):
-                continue
-            for address in subset.get("addresses") or []:
-                pod = str((address.get("targetRef") or {}).get("name") or "")
-                return str(address["ip"]), int(candidate["port"]), pod
-    raise unavailable(f'no endpoints available for service "{name}"')
+    return found
 
 
 async def proxy(ctx: ApiContext, request: web.Request, target: Target) -> web.StreamResponse:

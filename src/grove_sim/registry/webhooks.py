@@ -42,6 +42,7 @@ from typing import Any, Protocol, TypeVar
 
 from grove_sim.auth.authentication import UserInfo
 from grove_sim.machinery import errors
+from grove_sim.machinery.endpoints import ready_endpoint
 from grove_sim.machinery.patch import PatchError, copy_json, json_patch
 from grove_sim.registry import admission
 from grove_sim.registry.steps import DELETE, MUTATING, AdmissionPoint, Stale, Steps, run
@@ -354,10 +355,12 @@ class WebhookAdmission:
             if address:
                 host, port = _split_host_port(str(address), 443)
             else:
-                found = self._ready_endpoint(svc, int(service.get("port") or 443))
+                found = ready_endpoint(
+                    svc, self._store.get(_ENDPOINTS, namespace, name), str(service.get("port") or 443)
+                )
                 if found is None:
                     raise WebhookCallError(f'no endpoints available for service "{name}"')
-                host, port = found
+                host, port, _ = found
             path = self._path(hook, service.get("path"))
             return Endpoint(self._url(hook), host, port, path, f"{name}.{namespace}.svc", ca_bundle)
         raw_url = str(config.get("url") or "")
@@ -367,22 +370,6 @@ class WebhookAdmission:
         authority, slash, path = rest.partition("/")
         host, port = _split_host_port(authority, 443)
         return Endpoint(self._url(hook), host, port, self._path(hook, slash + path), host, ca_bundle)
-
-    def _ready_endpoint(self, svc: Mapping[str, Any], service_port: int) -> tuple[str, int] | None:
-        """A ready address and target port of the Service's Endpoints for ``service_port`` (the first one)."""
-        meta = svc["metadata"]
-        ports = (svc.get("spec") or {}).get("ports") or []
-        port_name = next((str(p.get("name") or "") for p in ports if p.get("port") == service_port), None)
-        if port_name is None:
-            return None
-        endpoints = self._store.get(_ENDPOINTS, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        for subset in (endpoints or {}).get("subsets") or ():
-            named = [p.get("port") for p in subset.get("ports") or () if (p.get("name") or "") == port_name]
-            target = named[0] if named else None
-            addresses = subset.get("addresses") or ()
-            if target is not None and addresses:
-                return str(addresses[0]["ip"]), int(target)
-        return None
 
     @staticmethod
     def _ca_bundle(raw: Any) -> bytes | None:

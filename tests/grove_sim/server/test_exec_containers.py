@@ -12,10 +12,8 @@ import asyncio
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from grove_sim.testing import SimCluster
 
 from ...conftest import KUBECTL, Kubectl
 from ...fixtures import http_app
+from ...fixtures.net import fetch, free_port
 from .conftest import until
 
 Obj = dict[str, Any]
@@ -346,17 +345,6 @@ def test_logs_tail_follow_and_refusals(ns: str, tmp_path: Path, kubectl: Kubectl
         assert f"(BadRequest): {message}" in refused.stderr
     assert kubectl("logs", "-n", ns, "two", "-c", "side").stdout == ""
     assert kubectl("logs", "-n", ns, "two", "-c", "init").stdout == "init done\n"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=30) as response:
-        return str(response.read().decode())
 
 
 def test_two_pods_on_one_port_proxy_and_port_forward(

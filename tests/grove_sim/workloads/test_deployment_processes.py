@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from grove_sim.testing import SimCluster
 
 from ...conftest import KUBECTL, Kubectl
 from ...fixtures import http_app
+from ...fixtures.net import fetch, free_port
 
 Obj = dict[str, Any]
 APP = [sys.executable, http_app.__file__]
@@ -103,17 +102,6 @@ def wait_until(check: Any, what: str, limit: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"never: {what}")
         time.sleep(0.1)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=30) as response:
-        return str(response.read().decode())
 
 
 def test_a_deployment_of_a_local_program_runs_is_reachable_rolls_and_stops(
