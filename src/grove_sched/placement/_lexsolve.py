@@ -52,20 +52,40 @@ def solve_lexicographically(
     """Minimise the tier vector whose value at key position p is `sum(c * var[v] for v, c in terms[p]) +
     offsets[p]`: in one solve with `weights` (problem-wide, see the module docstring) when given, else in the
     model's own stages. `floor` bounds every value from below."""
-    if weights is not None:
+    uppers = _upper_bounds(model)
+    if weights is not None and _magnitude(terms, weights, uppers) < STAGE_LIMIT:
         single = [(pos, weights[pos], 0, 0) for pos in range(lay.width) if terms[pos]]
         return _run(model, terms, offsets, lay, floor, [single], weights, options)
     return _run(model, terms, offsets, lay, floor, stages(model, terms), None, options)
+
+
+def _upper_bounds(model: cp_model.CpModel) -> list[int]:
+    """Each variable's upper bound (every variable of these models is bounded below by 0)."""
+    uppers = []
+    for variable in model.proto.variables:
+        domain = variable.domain
+        uppers.append(int(domain[len(domain) - 1]))  # the proto's lists return 0 for a negative index
+    return uppers
+
+
+def _magnitude(terms: Sequence[Mapping[int, int]], weights: Sequence[int], uppers: Sequence[int]) -> int:
+    """What CP-SAT's overflow check sums for the weighted objective: every term's |coefficient| times its
+    variable's bound. The problem-wide weights bound each tier's value, not this sum (a tier whose terms cancel,
+    such as GPUs stranded = free GPUs on the nodes used less those requested, has a larger absolute sum), so a
+    model whose weights fit can still be refused as a possible overflow (MODEL_INVALID); it is then solved in
+    its own stages."""
+    total: dict[int, int] = defaultdict(int)
+    for position, value_terms in enumerate(terms):
+        for v, c in value_terms.items():
+            total[v] += weights[position] * c
+    return sum(abs(c) * uppers[v] for v, c in total.items())
 
 
 def stages(model: cp_model.CpModel, terms: Sequence[Mapping[int, int]]) -> list[Stage]:
     """Tier values grouped into stages, most important first, each weight exceeding the weighted range of every
     later value of its stage and each stage's weighted range staying within `STAGE_LIMIT`. Values no variable
     moves are left out (they are constants)."""
-    uppers = []
-    for variable in model.proto.variables:
-        domain = variable.domain
-        uppers.append(int(domain[len(domain) - 1]))  # the proto's lists return 0 for a negative index
+    uppers = _upper_bounds(model)
     ranges = []
     for position, value_terms in enumerate(terms):
         lowest = sum(c * uppers[v] for v, c in value_terms.items() if c < 0)

@@ -210,13 +210,11 @@ def objective(nodes: Sequence[NodeInfo], pods: Sequence[BoundPod], g: GangReques
     required += [(cfg.group_names, cfg.topology.required_key) for cfg in g.group_configs]
     required += [((grp.name,), grp.topology.required_key) for grp in g.groups]
     chains = [(names, _chain(levels, nodes, g, key)) for names, key in required if key]
-    room = [0] * max((len(chain) for _, chain in chains), default=1)
+    room = 0  # at each scope's own level only: the broader levels are not a tier (see _objective's tier 4)
     for names, chain in chains:
-        for depth in range(len(chain)):
-            part = chain[: len(chain) - depth]
-            doms = {_domain(by_name[n], part) for (h, n), c in counts.items() if h in names and c} - {None}
-            room[depth] += sum(max(free_gpu[n.name], 0) for n in nodes if _domain(n, part) in doms)
-    return (missing, *violations_, *opened, *room, fragmented, empty_nodes, stranded, 0)
+        doms = {_domain(by_name[n], chain) for (h, n), c in counts.items() if h in names and c} - {None}
+        room += sum(max(free_gpu[n.name], 0) for n in nodes if _domain(n, chain) in doms)
+    return (missing, *violations_, *opened, room, fragmented, empty_nodes, stranded, 0)
 
 
 def _profile_floor(per_gpu: list[float]) -> int:
