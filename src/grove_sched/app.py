@@ -176,6 +176,7 @@ def build(
             interval=config.queue_status_interval,
             clock=clock,
             leading=leading,
+            refresh=lambda: queue_book.observe(scheduler.cache.snapshot()),
         )
     )
     return SchedulerApp(manager, scheduler, runnable, status, metrics)

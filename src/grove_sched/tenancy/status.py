@@ -107,6 +107,7 @@ class QueueStatusWriter:
         interval: float = 2.0,
         clock: Clock | None = None,
         leading: Callable[[], bool] = lambda: True,
+        refresh: Callable[[], None] = lambda: None,
     ) -> None:
         self.client = client
         self.book = book
@@ -114,6 +115,8 @@ class QueueStatusWriter:
         self.interval = interval
         self.clock = clock or LoopClock()
         self.leading = leading
+        self.refresh = refresh
+        """Brings the book up to the scheduler cache's latest snapshot (binds since the last cycle count too)."""
         self._version = -1
         self._written: dict[str, Mapping[str, Any]] = {}
 
@@ -126,6 +129,8 @@ class QueueStatusWriter:
 
     async def sync(self) -> None:
         """One round: publish metrics and write changed statuses (errors are logged, retried next round)."""
+        if self.book.active:
+            self.refresh()
         if self.book.version == self._version:
             return
         self._version = self.book.version
