@@ -52,6 +52,8 @@ class Figures:
     fair: Mapping[str, Vector]
     pending_gangs: Mapping[str, int]
     capacity: Vector
+    contended: tuple[bool, bool, bool]
+    """Per resource: the root queues ask more than the cluster has."""
 
 
 class QueueBook:
@@ -147,12 +149,18 @@ class QueueBook:
                 own_requested[queue] = add(own_requested.get(queue, zero()), ask)
                 counts[queue] = counts.get(queue, 0) + 1
             known = {q: v for q, v in own_requested.items() if q in self.queues}
+            asked = [sum(v[r] for v in known.values()) for r in range(len(RESOURCES))]
             self._figures = Figures(
                 allocated=rollup(self.queues, {q: v for q, v in self._held.items() if q in self.queues}),
                 requested=rollup(self.queues, known),
                 fair=fair_shares(self.queues, known, self._capacity),
                 pending_gangs=counts,
                 capacity=self._capacity,
+                contended=(
+                    asked[0] > self._capacity[0] + 1e-9,
+                    asked[1] > self._capacity[1] + 1e-9,
+                    asked[2] > self._capacity[2] + 1e-9,
+                ),
             )
         return self._figures
 

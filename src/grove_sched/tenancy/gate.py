@@ -78,7 +78,7 @@ class QueueGate:
                 continue
             holds = gang_vector([pod.requests for pod in victim.pods])
             others.append(Candidate(index, owner[0], victim.priority, holds))
-        allowed = reclaimable(book.queues, figures.allocated, figures.fair, queue, others)
+        allowed = reclaimable(book.queues, figures.allocated, figures.fair, queue, others, figures.contended)
         reclaim = [dataclasses.replace(found[c.key], reclaim=True) for c in allowed]
         return same + reclaim
 

@@ -90,9 +90,15 @@ def under_fair_share(allocated: Vector, fair: Vector, ask: Vector) -> bool:
     )
 
 
-def reclaim_floor(spec: QueueSpec, fair: Vector) -> Vector:
-    """What a victim queue keeps in any case: its fair share, and never less than its quota."""
-    floors = [max(fair[r], spec.shares[r].quota if spec.shares[r].quota >= 0 else fair[r]) for r in range(3)]
+def reclaim_floor(spec: QueueSpec, fair: Vector, contended: tuple[bool, bool, bool] = (True, True, True)) -> Vector:
+    """What a victim queue keeps in any case: on a contended resource (the queues ask more than the cluster has) its
+    fair share and never less than its quota; on one that is not, its quota (quota -1: its fair share, which is
+    then all it asks). Without the distinction a queue's CPU share (all it asks, when CPU is plentiful) would
+    forbid taking any gang from it for GPUs."""
+    floors = []
+    for r in range(len(RESOURCES)):
+        quota = spec.shares[r].quota
+        floors.append(max(fair[r], quota) if contended[r] else (fair[r] if quota < 0 else quota))
     return (floors[0], floors[1], floors[2])
 
 
@@ -113,17 +119,19 @@ def reclaimable(
     fair: Mapping[str, Vector],
     reclaimer: str,
     candidates: Iterable[Candidate],
+    contended: tuple[bool, bool, bool] = (True, True, True),
 ) -> list[Candidate]:
     """The gangs of other queues a starved `reclaimer` may take, chosen so that taking **any subset** of them leaves
     every victim queue (and each of its ancestors that is not an ancestor of the reclaimer) at or above its
     `reclaim_floor`: per queue, cheapest first (lowest priority, then fewest GPUs), a prefix whose sum fits in
-    what each queue holds above its floor. Whole gangs only; `allocated` is rolled up."""
+    what each queue holds above its floor. Whole gangs only; `allocated` is rolled up; `contended` says per
+    resource whether the queues ask more than the cluster has (see `reclaim_floor`)."""
     shared = set(ancestry(queues, reclaimer))
     room: dict[str, list[float]] = {}
     for name in queues:
         if name in shared:
             continue
-        floor = reclaim_floor(queues[name], fair.get(name, zero()))
+        floor = reclaim_floor(queues[name], fair.get(name, zero()), contended)
         held = allocated.get(name, zero())
         room[name] = [held[r] - floor[r] for r in range(len(RESOURCES))]
     chosen: list[Candidate] = []

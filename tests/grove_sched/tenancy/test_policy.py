@@ -72,7 +72,8 @@ def test_reclaim_never_takes_a_victim_queue_below_its_fair_share_or_quota(queues
     allocated = rollup(queues, own)
     demand = {n: add(own.get(n, zero()), (32.0, 0.0, 0.0) if n == reclaimer else zero()) for n in names}
     fair = fair_shares(queues, demand, (float(capacity), 0.0, 0.0))
-    chosen = reclaimable(queues, allocated, fair, reclaimer, candidates)
+    contended = (True, False, False)
+    chosen = reclaimable(queues, allocated, fair, reclaimer, candidates, contended)
     assert all(any(c is d for d in candidates) for c in chosen)  # whole gangs, as offered
     mine = set(ancestry(queues, reclaimer))
     assert not any(c.queue in mine for c in chosen)
@@ -83,7 +84,7 @@ def test_reclaim_never_takes_a_victim_queue_below_its_fair_share_or_quota(queues
     for name in queues:
         if name in mine or allocated[name][0] <= 0:
             continue
-        floor = reclaim_floor(queues[name], fair[name])[0]
+        floor = reclaim_floor(queues[name], fair[name], contended)[0]
         if after[name][0] < allocated[name][0]:  # something was taken from this branch
             assert after[name][0] >= floor - EPS
 
