@@ -239,7 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "queue book and gate, `place`, `select_victims` on a Snapshot; no API server, pod termination not "
         "modelled; CPU times).",
         "",
-        f"uniform-{args.nodes} ({total} GPUs, racks of 20 nodes), quotas team-a {quotas['team-a']:g} / team-b {quotas['team-b']:g}, "
+        f"uniform-{args.nodes} ({total} GPUs, racks of 20 nodes), "
+        f"quotas team-a {quotas['team-a']:g} / team-b {quotas['team-b']:g}, "
         f"gangs 1x8, 2x4, 2x8, 4x8 GPUs (4x8 in one rack), {PENDING} pending per team, seed {args.seed}",
         "",
         "| scenario | queues | team-a GPUs (fair) | team-b GPUs (fair) | max error / capacity | cycles | reclaims "
