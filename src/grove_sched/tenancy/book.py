@@ -24,6 +24,7 @@ from grove_sched.gangs import GangKey, ReadyGang
 from grove_sched.model import BoundPod
 from grove_sched.placement import Snapshot
 from grove_sched.tenancy.fairshare import fair_shares
+from grove_sched.tenancy.held import HeldCounter
 from grove_sched.tenancy.policy import add, distance, gang_vector, limit_breach, rollup
 from grove_sched.tenancy.spec import KAI_RESOURCES, RESOURCES, QueueSpec, Vector, parse_queue, vector_of, zero
 
@@ -65,7 +66,8 @@ class QueueBook:
         self._pending: dict[GangKey, tuple[str, Vector]] = {}
         self._snapshot: Snapshot | None = None
         self._held: dict[str, Vector] = {}
-        self._held_by_gang: dict[GangKey, tuple[str, Vector]] = {}
+        self._held_by_gang: dict[GangKey, tuple[str, Vector]] | None = None
+        self._counter = HeldCounter(self.pod_queue)
         self._capacity: Vector = zero()
         self._figures: Figures | None = None
         self.version = 0
@@ -103,22 +105,12 @@ class QueueBook:
             self._changed()
 
     def observe(self, snapshot: Snapshot) -> None:
-        """Recount what each queue's bound pods hold, when the snapshot is a new one."""
+        """Recount what each queue's bound pods hold, when the snapshot is a new one (incrementally: `held`)."""
         if snapshot is self._snapshot:
             return
         self._snapshot = snapshot
-        held: dict[str, Vector] = {}
-        by_gang: dict[GangKey, tuple[str, Vector]] = {}
-        for pod in snapshot.live_pods:
-            queue = self.pod_queue(pod)
-            if queue is None:
-                continue
-            amount = vector_of(pod.requests)
-            held[queue] = add(held.get(queue, zero()), amount)
-            gang = pod.labels.get(LABEL_PODGANG)
-            key = GangKey(pod.namespace, gang) if gang else GangKey(pod.namespace, pod.name, single=True)
-            prior = by_gang.get(key, (queue, zero()))
-            by_gang[key] = (prior[0], add(prior[1], amount))
+        self._held_by_gang = None
+        held = self._counter.count(snapshot)
         cap = [0.0, 0.0, 0.0]
         for name, queue_name in KAI_RESOURCES.items():
             column = snapshot.resource_index(name)
@@ -129,7 +121,6 @@ class QueueBook:
         if held != self._held or capacity != self._capacity:
             self._held, self._capacity = held, capacity
             self._changed()
-        self._held_by_gang = by_gang
 
     def pod_queue(self, pod: BoundPod) -> str | None:
         """The queue a bound pod counts for, or None."""
@@ -165,7 +156,20 @@ class QueueBook:
         return self._figures
 
     def holdings(self) -> Mapping[GangKey, tuple[str, Vector]]:
-        """Per running gang (by the last observed snapshot): its queue and what it holds."""
+        """Per running gang of the last observed snapshot: its queue and what it holds (computed when asked: only
+        reclaim needs it)."""
+        if self._held_by_gang is None:
+            by_gang: dict[GangKey, tuple[str, Vector]] = {}
+            live = self._snapshot.live_pods if self._snapshot is not None else ()
+            for pod in live:
+                queue = self.pod_queue(pod)
+                if queue is None:
+                    continue
+                gang = pod.labels.get(LABEL_PODGANG)
+                key = GangKey(pod.namespace, gang) if gang else GangKey(pod.namespace, pod.name, single=True)
+                prior = by_gang.get(key, (queue, zero()))
+                by_gang[key] = (prior[0], add(prior[1], vector_of(pod.requests)))
+            self._held_by_gang = by_gang
         return self._held_by_gang
 
     # --- decisions ----------------------------------------------------------------------------------------------

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from grove_runtime.clock import FakeClock
 from grove_sched.gangs import GangKey, ReadyGang
 from grove_sched.model import CPU, GPU, BoundPod, GangRequest, NodeInfo, PodGroup, PodRef
@@ -82,3 +85,30 @@ async def test_the_queue_furthest_below_its_fair_share_pops_first() -> None:
         await asyncio.sleep(0)
     popped = [(await queue.pop()).name for _ in range(3)]
     assert popped == ["b-newer", "b-new", "a-old"]  # b's distance 0 < a's 0.5; priority within b
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3), st.integers(0, 8)), max_size=25))
+def test_incremental_counts_equal_a_recount_along_a_snapshot_lineage(steps) -> None:
+    """Pods added (`with_assumed`) and removed (`without`) in any order: the book's counts equal a fresh count."""
+    book = QueueBook()
+    for team in ("a", "b"):
+        book.set_queue(queue_obj(team, 8))
+    snap = snapshot({"a": 4, "b": 2})
+    serial = 0
+    for add_pod, node, gpus in steps:
+        live = snap.live_pods
+        if add_pod or not live:
+            team = "a" if gpus % 2 else "b"
+            labels = {QUEUE: team, "grove.io/podgang": f"x{serial}"}
+            snap = snap.with_assumed([BoundPod(f"x{serial}", "default", f"n{node}", labels, {GPU: gpus})])
+            serial += 1
+        else:
+            gone = live[node % len(live)]
+            snap = snap.without([f"{gone.namespace}/{gone.name}"])
+        book.observe(snap)
+        fresh = QueueBook()
+        for team in ("a", "b"):
+            fresh.set_queue(queue_obj(team, 8))
+        fresh.observe(snap)
+        assert book.figures().allocated == fresh.figures().allocated
