@@ -105,3 +105,34 @@ def test_limit_breach_names_the_queue_and_the_limit() -> None:
     assert why is not None
     assert "'team'" in why
     assert "gpu limit 16" in why
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([0, 8, 16, 32]), st.integers(1, 3), st.integers(0, 12)), min_size=1, max_size=5),
+    st.sampled_from([1, 2, 4, 8]),
+    st.integers(8, 160),
+)
+def test_placing_by_distance_to_fair_share_overshoots_no_queue_by_more_than_one_gang(teams, size, capacity) -> None:
+    """Flat queues, gangs of one size, all demand known: placing one gang at a time for the queue furthest below
+    its fair share (the scheduling queue's order) ends with no queue above its fair share by a gang or more, and
+    less than one gang's worth of capacity idle while someone still asks."""
+    queues = {
+        f"q{i}": QueueSpec(f"q{i}", None, 0, (ResourceShare(float(quota), UNLIMITED, float(weight)), FREE, FREE))
+        for i, (quota, weight, _) in enumerate(teams)
+    }
+    demand = {f"q{i}": (float(gangs * size), 0.0, 0.0) for i, (_, _, gangs) in enumerate(teams)}
+    fair = fair_shares(queues, demand, (float(capacity), 0.0, 0.0))
+    held = {name: 0.0 for name in queues}
+    free = float(capacity)
+    while True:
+        wanting = [n for n in queues if held[n] + size <= demand[n][0] and free >= size]
+        if not wanting:
+            break
+        best = min(wanting, key=lambda n: (distance((held[n], 0.0, 0.0), fair[n]), n))
+        held[best] += size
+        free -= size
+    for name in queues:
+        assert held[name] < fair[name][0] + size + EPS
+    if any(held[n] + size <= demand[n][0] for n in queues):
+        assert free < size
