@@ -235,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines = [
         "# Queues: two teams with GPU quotas 60/40 and unbounded demand",
         "",
-        f"Command: `.venv/bin/python -m benchmarks.queues --nodes {args.nodes} --seed {args.seed} --out benchmarks/results/queues.md` (in-process: "
+        f"Command: `.venv/bin/python -m benchmarks.queues --nodes {args.nodes} --seed {args.seed} "
+        "--out benchmarks/results/queues.md` (in-process: "
         "queue book and gate, `place`, `select_victims` on a Snapshot; no API server, pod termination not "
         "modelled; CPU times).",
         "",
