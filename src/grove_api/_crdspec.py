@@ -18,6 +18,7 @@ from grove_api.dynamo_v1 import DynamoPodClique, PodGangSet
 from grove_api.podclique import PodClique
 from grove_api.podcliqueset import PodCliqueSet
 from grove_api.podgang import PodGang
+from grove_api.queue import Queue
 from grove_api.scalinggroup import PodCliqueScalingGroup
 from grove_api.topology import ClusterTopologyBinding
 
@@ -204,6 +205,29 @@ CRD_KINDS: tuple[CRDKind, ...] = (
         description="The ordered topology hierarchy Grove packs gangs into, bound to scheduler topologies.",
         scale=None,
         printer_columns=(PrinterColumn("Domains", "string", ".spec.levels[*].domain"), _AGE),
+    ),
+    CRDKind(
+        model=Queue,
+        group="scheduling.run.ai",
+        version="v2",
+        kind="Queue",
+        plural="queues",
+        singular="queue",
+        short_names=(),
+        scope="Cluster",
+        description="KAI-scheduler's queue: quota, limit and over-quota weight per resource, in a tree.",
+        scale=None,
+        printer_columns=(
+            PrinterColumn("Parent", "string", ".spec.parentQueue"),
+            PrinterColumn("GPU-Quota", "number", ".spec.resources.gpu.quota"),
+            PrinterColumn("GPU-Limit", "number", ".spec.resources.gpu.limit", 1),
+            PrinterColumn("GPU-FairShare", "number", ".status.fairShareGpus"),
+            PrinterColumn("GPU-Allocated", "number", ".status.allocatedGpus"),
+            PrinterColumn("GPU-Requested", "number", ".status.requestedGpus"),
+            PrinterColumn("Pending", "integer", ".status.pendingGangs", 1),
+            _AGE,
+        ),
+        categories=(),
     ),
     CRDKind(
         model=PodGang,

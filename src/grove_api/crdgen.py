@@ -22,7 +22,7 @@ from grove_api._schema import Schema, deep_merge, model_schema
 
 __all__ = ["crd_filename", "generate", "generate_crd", "main", "render", "write_crds"]
 
-_GENERATED = ("*grove.io_*.yaml", "grove.dynamo.ai_*.yaml")
+_GENERATED = ("*grove.io_*.yaml", "grove.dynamo.ai_*.yaml", "scheduling.run.ai_*.yaml")
 """File patterns of Grove CRDs in the output directory (stale ones are removed)."""
 
 
@@ -71,7 +71,8 @@ def generate_crd(kind: CRDKind) -> dict[str, Any]:
     }
     if kind.short_names:
         names["shortNames"] = list(kind.short_names)
-    names["categories"] = list(kind.categories)
+    if kind.categories:
+        names["categories"] = list(kind.categories)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -2,9 +2,9 @@
 
 Why: the CLI, the end-to-end tests and the demo all need "a scheduler against this API server"; building it here
 once keeps them identical. Lifecycle (owned by the runtime `Manager`): health/metrics server → informers for
-pods, nodes, PodGangs, PriorityClasses and ClusterTopologyBindings (synced; their events already fill the
+pods, nodes, PodGangs, PriorityClasses, ClusterTopologyBindings and Queues (synced; their events already fill the
 queue) → leader election on the Lease → recovery of partially bound gangs → the scheduling loop and the PodGang
-status controller.
+status controller (and the Queue status writer).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from grove_sched.queue import SchedulingQueue
 from grove_sched.recovery import RecoveryReport, recover
 from grove_sched.scheduler import Scheduler
 from grove_sched.source import GANG_INDEX, GangSource, gang_index
+from grove_sched.tenancy import QUEUES, QueueBook, QueueEvents, QueueGate, QueueMetrics, QueueStatusWriter
 from grove_sched.topology import CLUSTERTOPOLOGYBINDINGS
 
 __all__ = ["SchedulerApp", "SchedulingRunnable", "build"]
@@ -88,6 +89,7 @@ def build(
     podgangs = informers.informer(PODGANGS)
     priorityclasses = informers.informer(PRIORITYCLASSES)
     topologies = informers.informer(CLUSTERTOPOLOGYBINDINGS)
+    queues = informers.informer(QUEUES)
     informers.add_index(PODS, GANG_INDEX, gang_index)
     metrics = SchedulerMetrics(registry)
     recorder = EventRecorder(client, config.scheduler_name, clock=clock)
@@ -97,11 +99,15 @@ def build(
     source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_name)
     events = GangEvents(recorder)
     pod_status = PodStatusWriter(client, clock)
+    queue_book = QueueBook(config.default_queue)
+    gate = QueueGate(queue_book)
+    gate.podgang_of = source.podgang
     preemptor: Preemptor | None = None
     if post_filter is None and config.preemption:
         remover = victim_remover or _remover(config, client)
         options = PreemptionOptions(placement=config.placement)
         post_filter = preemptor = Preemptor(source, remover, events, pod_status, metrics, options=options, clock=clock)
+        preemptor.victim_policy = gate.victims
     scheduler = Scheduler(
         source,
         Binder(client, config.bind_concurrency, leading),
@@ -111,6 +117,8 @@ def build(
             initial_backoff=config.initial_backoff,
             max_backoff=config.max_backoff,
             flush_after=config.unschedulable_flush,
+            rank=gate.rank,
+            ranked=lambda: queue_book.active,
         ),
         book=book,
         metrics=metrics,
@@ -119,6 +127,7 @@ def build(
         inline_solve_limit=config.inline_solve_limit,
         post_filter=post_filter,
         pod_status=pod_status,
+        gate=gate,
     )
     reconciler = PodGangStatusReconciler(
         client,
@@ -145,6 +154,7 @@ def build(
     podgangs.add_handler(PodGangEvents(scheduler, status.enqueue))
     priorityclasses.add_handler(PriorityClassEvents(scheduler))
     topologies.add_handler(TopologyEvents(scheduler))
+    queues.add_handler(QueueEvents(queue_book, scheduler.queue.move_all))
     metrics_address = Address(config.metrics_host, config.metrics_port) if config.metrics_port is not None else None
     manager = Manager(
         client,
@@ -158,6 +168,17 @@ def build(
     runnable = SchedulingRunnable(scheduler)
     manager.add(runnable)
     manager.add(status)
+    manager.add(
+        QueueStatusWriter(
+            client,
+            queue_book,
+            QueueMetrics(registry),
+            interval=config.queue_status_interval,
+            clock=clock,
+            leading=leading,
+            refresh=lambda: queue_book.observe(scheduler.cache.snapshot()),
+        )
+    )
     return SchedulerApp(manager, scheduler, runnable, status, metrics)
 
 

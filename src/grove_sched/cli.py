@@ -73,8 +73,21 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         default=defaults.preemption_eviction,
         help="remove victims by graceful DELETE or through the Eviction API (honours PodDisruptionBudgets)",
     )
+    parser.add_argument(
+        "--default-queue",
+        default=defaults.default_queue,
+        help="queue of gangs without a kai.scheduler/queue label (queues apply once a scheduling.run.ai Queue exists)",
+    )
+    parser.add_argument(
+        "--queue-status-interval",
+        type=float,
+        default=defaults.queue_status_interval,
+        help="seconds between Queue status writes (only changed statuses are written)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
+    if args.queue_status_interval <= 0:
+        parser.error("--queue-status-interval: must be > 0 seconds")
     if args.status_settle < 0:
         parser.error("--status-settle: must be >= 0 seconds")
     levels = tuple(key.strip() for key in args.default_topology_levels.split(",") if key.strip())
@@ -98,6 +111,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         status_settle=args.status_settle,
         preemption=args.preemption,
         preemption_eviction=args.preemption_eviction,
+        default_queue=args.default_queue,
+        queue_status_interval=args.queue_status_interval,
         log_level=args.log_level,
         placement=dataclasses.replace(defaults.placement, default_levels=levels),
     )

@@ -46,3 +46,7 @@ class SchedulerConfig:
     """Preempt lower-priority whole gangs for an unschedulable gang (kube-scheduler's DefaultPreemption is on)."""
     preemption_eviction: Literal["delete", "evict"] = "delete"
     """How victims are removed: graceful DELETE (as kube-scheduler), or the Eviction API (PodDisruptionBudgets)."""
+    default_queue: str = "default-queue"
+    """The queue of gangs without a `kai.scheduler/queue` label (KAI's default queue), once any Queue exists."""
+    queue_status_interval: float = 2.0
+    """Seconds between Queue status writes (only queues whose status changed are written)."""

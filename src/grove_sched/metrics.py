@@ -42,7 +42,8 @@ class SchedulerMetrics:
         )
         self.attempts = Counter(
             f"{prefix}_schedule_attempts_total",
-            "Scheduling attempts by result (scheduled, unschedulable, unresolvable, invalid, bind_failed, error).",
+            "Scheduling attempts by result (scheduled, unschedulable, unresolvable, invalid, queue, bind_failed, "
+            "error).",
             ["result"],
             registry=self.registry,
         )

@@ -19,6 +19,11 @@ An attempt ends with a `grove_sched.model.Code` (the cycle's `Status`), which al
 
 An event that arrives while a gang is in flight is remembered: if that attempt then ends unschedulable, the gang
 goes to backoff instead of waiting for another event that may never come.
+
+With a `rank` (queues and fair share, `grove_sched.tenancy`), the active room is ordered by rank first (the gang's
+queue's distance to its fair share, which moves with every bind, so it is read at `pop` time by a scan of the
+active room rather than kept in the heap), then priority and age as above. `rank` is only consulted while
+`ranked()` says so (some Queue exists); otherwise the heap decides, as without queues.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import contextlib
 import enum
 import heapq
 import itertools
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -76,6 +81,8 @@ class SchedulingQueue(Generic[K]):
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         flush_after: float = 30.0,
+        rank: Callable[[K], float] | None = None,
+        ranked: Callable[[], bool] = lambda: True,
     ) -> None:
         self._clock = clock or LoopClock()
         self._initial = initial_backoff
@@ -90,6 +97,8 @@ class SchedulingQueue(Generic[K]):
         self._seq = itertools.count()
         self._wake = asyncio.Event()
         self._closed = False
+        self._rank = rank
+        self._ranked = ranked
 
     # --- inspection ---------------------------------------------------------------------------------------------
 
@@ -204,6 +213,8 @@ class SchedulingQueue(Generic[K]):
                 raise QueueClosed()
             now = self._clock.monotonic()
             self._flush(now)
+            if self._rank is not None and self._rooms[Room.ACTIVE] and self._ranked():
+                return self._pop_ranked(self._rank)
             while self._active:
                 _, _, _, version, key = heapq.heappop(self._active)
                 entry = self._entries.get(key)
@@ -213,6 +224,24 @@ class SchedulingQueue(Generic[K]):
                     return key
             self._wake.clear()
             await self._wait(self._next_deadline())
+
+    def _pop_ranked(self, rank: Callable[[K], float]) -> K:
+        """The active gang of lowest (rank, -priority, age, name); its heap entry goes stale (compacted later)."""
+        key = min(
+            self._rooms[Room.ACTIVE],
+            key=lambda k: (rank(k), -self._entries[k].priority, self._entries[k].since, repr(k)),
+        )
+        entry = self._entries[key]
+        self._move(key, entry, Room.IN_FLIGHT)
+        entry.version += 1
+        if len(self._active) > 4 * len(self._entries) + 64:
+            self._active = [item for item in self._active if self._live(item[4], item[3])]
+            heapq.heapify(self._active)
+        return key
+
+    def _live(self, key: K, version: int) -> bool:
+        entry = self._entries.get(key)
+        return entry is not None and entry.room is Room.ACTIVE and entry.version == version
 
     def close(self) -> None:
         """Wake and fail every `pop`; later input is ignored."""

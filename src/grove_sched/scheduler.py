@@ -75,6 +75,7 @@ from grove_sched.podgang_status import (
 from grove_sched.postfilter import NoPostFilter, PostFilter
 from grove_sched.queue import QueueClosed, SchedulingQueue
 from grove_sched.source import GangSource
+from grove_sched.tenancy import QueueGate
 
 __all__ = ["Scheduler", "Solver"]
 
@@ -119,6 +120,7 @@ class Scheduler:
         inline_solve_limit: float = 0.02,
         post_filter: PostFilter | None = None,
         pod_status: PodStatusWriter | None = None,
+        gate: QueueGate | None = None,
     ) -> None:
         self.source = source
         self.cache = source.cache
@@ -131,6 +133,8 @@ class Scheduler:
         self.solver = Solver(options, inline_solve_limit)
         self.post_filter: PostFilter = post_filter or NoPostFilter()
         self.pod_status = pod_status
+        self.gate = gate
+        """Queues and fair share (`grove_sched.tenancy`): admission before placement; None without queues."""
         self._status_changed: Callable[[ObjectKey], None] = lambda _key: None
         self._ready_since: dict[GangKey, float] = {}
         self._last_reasons: dict[GangKey, tuple[str, ...]] = {}
@@ -145,6 +149,8 @@ class Scheduler:
         """The gang is gone (PodGang or lone pod deleted): drop it from the queue and every per-gang record."""
         self.queue.remove(key)
         self.post_filter.forget(key)
+        if self.gate is not None:
+            self.gate.forget(key)
         self._ready_since.pop(key, None)
         self._last_reasons.pop(key, None)
         if not key.single:
@@ -231,6 +237,11 @@ class Scheduler:
             return
         self._ready_since.setdefault(key, now)
         snapshot = self._snapshot_for(key, assembly.request.priority)
+        refused = self.gate.admit(assembly, podgang, snapshot) if self.gate is not None else None
+        if refused is not None:  # unknown queue, or a queue limit: not placed, nothing preempted for it
+            self.metrics.attempts.labels(result="queue").inc()
+            self._failed(key, podgang, list(assembly.pods.values()), refused, REASON_UNSCHEDULABLE)
+            return
         start = self.clock.monotonic()
         result = await self.solver.solve(snapshot, assembly.request)
         self.metrics.solve_time.observe(self.clock.monotonic() - start)
@@ -295,6 +306,8 @@ class Scheduler:
         assumed pods now hold it)."""
         plan = self.assume(gang, placement)
         self.post_filter.forget(gang.key)
+        if self.gate is not None:
+            self.gate.forget(gang.key)
         self.spawn(self._binding_cycle(gang, podgang, placement, plan))
 
     async def _binding_cycle(self, gang: ReadyGang, podgang: Obj | None, placement: Placement, plan: BindPlan) -> None:

@@ -67,6 +67,9 @@ NOT_EXERCISED: dict[str, str] = {
         "PodScheduled=False on a gang that cannot be placed, nominatedNodeName and DisruptionTarget when preempting;"
         " every gang fits here",
     "ClusterRole grove-scheduler: create pods/eviction.core": "preemption with --preemption-eviction evict",
+    "ClusterRole grove-scheduler: patch queues/status.scheduling.run.ai":
+        "Queue status is written once a Queue exists; this workload runs without queues (tests/grove_sched/e2e/"
+        "test_queues*.py write it)",
     "grove-initc: get pods.core in rbac-workload": _INITC_ROLE,
     "grove-initc: get pods/status.core in rbac-workload": _INITC_ROLE,
     "grove-initc: list pods/status.core in rbac-workload": _INITC_ROLE,

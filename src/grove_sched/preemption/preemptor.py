@@ -75,6 +75,9 @@ class Preemptor:
         )
         self.on_preempted: Callable[[GangKey, str], None] = lambda _key, _message: None
         """Called per victim gang (the app records its PodGang's `Scheduled=False`, reason Preempted)."""
+        self.victim_policy: Callable[[ReadyGang, list[VictimGang]], list[VictimGang]] | None = None
+        """When set (queues, `grove_sched.tenancy`), it chooses the candidates among every running gang, whatever
+        its priority; else candidates are the gangs of strictly lower priority."""
 
     # --- the PostFilter protocol --------------------------------------------------------------------------------
 
@@ -144,13 +147,13 @@ class Preemptor:
             if owner in busy:
                 continue
             priority = self.source.gang_priority(owner, self.source.pod(running[0].namespace, running[0].name))
-            if priority >= gang.request.priority:
+            if priority >= gang.request.priority and self.victim_policy is None:
                 continue
             found.append(VictimGang(owner, priority, tuple(running)))
             extras = self._extras(owner, running)
             if extras:
                 found.append(VictimGang(owner, priority, extras, whole=False))
-        return found
+        return found if self.victim_policy is None else self.victim_policy(gang, found)
 
     def _extras(self, owner: GangKey, bound: list[BoundPod]) -> tuple[BoundPod, ...]:
         """A gang's bound pods above each PodGroup's minReplicas (the highest names), which it can lose alone."""

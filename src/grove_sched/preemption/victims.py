@@ -49,6 +49,9 @@ class VictimGang:
     pods: tuple[BoundPod, ...]
     whole: bool = True
     """False: only the gang's pods above its minimum, taken without breaking the gang."""
+    reclaim: bool = False
+    """A gang of another queue above its fair share that a starved queue may reclaim whatever its priority
+    (`grove_sched.tenancy`); such candidates count as below the preemptor."""
 
     @property
     def gpus(self) -> int:
@@ -116,7 +119,7 @@ def select_victims(
 ) -> Selection | None:
     """The best victim set under `Cost`, or None when evicting every lower-priority gang would not help."""
     opts = options or PreemptionOptions()
-    lower = sorted((c for c in candidates if c.priority < request.priority and c.pods), key=_order)
+    lower = sorted((c for c in candidates if (c.priority < request.priority or c.reclaim) and c.pods), key=_order)
     allowed: list[VictimGang] = []
     for threshold in sorted({c.priority for c in lower}):
         allowed = [c for c in lower if c.priority <= threshold]
