@@ -90,12 +90,13 @@ def build(
     topologies = informers.informer(CLUSTERTOPOLOGYBINDINGS)
     informers.add_index(PODS, GANG_INDEX, gang_index)
     metrics = SchedulerMetrics(registry)
-    recorder = EventRecorder(client, config.scheduler_name, clock=clock)
+    recorders = {name: EventRecorder(client, name, clock=clock) for name in config.scheduler_names}
+    recorder = recorders[config.scheduler_name]
     book = StatusBook()
     elector = config.lease.elector(client, clock) if config.leader_elect else None
     leading = elector.leading if elector is not None else unfenced
-    source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_name)
-    events = GangEvents(recorder)
+    source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_names)
+    events = GangEvents(recorder, recorders)
     pod_status = PodStatusWriter(client, clock)
     preemptor: Preemptor | None = None
     if post_filter is None and config.preemption:
@@ -125,7 +126,7 @@ def build(
         book,
         lambda key: source.podgang(GangKey(key.namespace, key.name)),
         source.pods_of_podgang,
-        config.scheduler_name,
+        source.scheduler_name,
         clock,
         leading,
         config.status_settle,

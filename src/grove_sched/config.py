@@ -20,6 +20,10 @@ class SchedulerConfig:
     """Everything `grove-scheduler` can be told; the defaults are the production ones."""
 
     scheduler_name: str = "grove-scheduler"
+    """The first `schedulerName` served: the Events' reporting component for gangs of no other served name."""
+    extra_scheduler_names: tuple[str, ...] = ()
+    """Further `schedulerName`s served by this process (`kai-scheduler`, `koord-scheduler` where those are not
+    installed), so workloads written for them run unchanged."""
     kubeconfig: str | None = None
     metrics_port: int | None = 8080
     metrics_host: str = "127.0.0.1"
@@ -46,3 +50,8 @@ class SchedulerConfig:
     """Preempt lower-priority whole gangs for an unschedulable gang (kube-scheduler's DefaultPreemption is on)."""
     preemption_eviction: Literal["delete", "evict"] = "delete"
     """How victims are removed: graceful DELETE (as kube-scheduler), or the Eviction API (PodDisruptionBudgets)."""
+
+    @property
+    def scheduler_names(self) -> tuple[str, ...]:
+        """Every served `schedulerName`, the first one first, each once."""
+        return tuple(dict.fromkeys((self.scheduler_name, *self.extra_scheduler_names)))

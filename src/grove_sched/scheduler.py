@@ -195,7 +195,7 @@ class Scheduler:
                     raise
                 except Exception:
                     log.exception("scheduling cycle failed", gang=str(key))
-                    self.metrics.attempts.labels(result="error").inc()
+                    self._count(key, "error")
                     self.queue.done(key, Code.ERROR)
                 self._publish_pending()
             raise LeadershipLost("the renew deadline passed: no further scheduling cycles")
@@ -223,7 +223,7 @@ class Scheduler:
             self.queue.done(key, Code.SUCCESS)  # nothing to do until the gang's pods or PodGang change
             return
         if isinstance(assembly, Malformed):
-            self.metrics.attempts.labels(result="invalid").inc()
+            self._count(key, "invalid", podgang)
             pods = list(self.source.pods_of(key, podgang).values())
             self._failed(
                 key, podgang, pods, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, assembly.reasons), REASON_INVALID
@@ -244,7 +244,7 @@ class Scheduler:
             return
         if status.code is Code.UNSCHEDULABLE:
             status = await self.post_filter.post_filter(assembly, snapshot, status)
-        self.metrics.attempts.labels(result=_ATTEMPT.get(status.code, status.code.value.lower())).inc()
+        self._count(key, _ATTEMPT.get(status.code, status.code.value.lower()), podgang, assembly.pods)
         self._failed(key, podgang, list(assembly.pods.values()), status, REASON_UNSCHEDULABLE)
 
     def _snapshot_for(self, key: GangKey, priority: int) -> Snapshot:
@@ -287,7 +287,9 @@ class Scheduler:
             return outcome
         self.cache.forget(PodKey(plan.namespace, pod) for pod in outcome.failed)
         self.cache.finish_binding((PodKey(plan.namespace, pod) for pod in outcome.bound), self.clock.monotonic())
-        self.metrics.pods_bound.inc(len(outcome.bound))
+        first = self.source.pod(plan.namespace, outcome.bound[0]) if outcome.bound else None
+        name = self.source.name_of(GangKey(plan.namespace, plan.gang), None, {"pod": first} if first else {})
+        self.metrics.pods_bound.labels(scheduler_name=name).inc(len(outcome.bound))
         return outcome
 
     def _assume_and_bind(self, gang: ReadyGang, podgang: Obj | None, placement: Placement) -> None:
@@ -307,17 +309,17 @@ class Scheduler:
             return
         except Exception as exc:
             log.exception("binding cycle crashed", gang=str(key))
-            self.metrics.attempts.labels(result="error").inc()
+            self._count(key, "error", podgang, gang.pods)
             self._failed(key, podgang, list(gang.pods.values()), Status(Code.ERROR, (f"binding failed: {exc!r}",)))
             return
         now = self.clock.monotonic()
         self.metrics.bind_time.observe(now - start)
         if not outcome.ok:
-            self.metrics.attempts.labels(result="bind_failed").inc()
+            self._count(key, "bind_failed", podgang, gang.pods)
             self.metrics.rollbacks.labels(cause="bind").inc()
             self._failed(key, podgang, list(gang.pods.values()), Status(Code.ERROR, outcome.reasons))
             return
-        self.metrics.attempts.labels(result="scheduled").inc()
+        self._count(key, "scheduled", podgang, gang.pods)
         self.metrics.score.observe(placement.score)
         ready = self._ready_since.pop(key, None)
         if ready is not None:
@@ -368,6 +370,13 @@ class Scheduler:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _count(
+        self, key: GangKey, result: str, podgang: Obj | None = None, pods: Mapping[str, Obj] | None = None
+    ) -> None:
+        """One attempt, labelled with its result and the scheduler name the gang addressed."""
+        name = self.source.name_of(key, podgang, pods)
+        self.metrics.attempts.labels(result=result, scheduler_name=name).inc()
 
     def _publish_pending(self) -> None:
         self.metrics.set_pending({room.value: n for room, n in self.queue.counts().items()})
