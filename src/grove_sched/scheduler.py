@@ -52,6 +52,7 @@ from grove_sched.binder import Binder, BindOutcome, BindPlan
 from grove_sched.cache import PodKey
 from grove_sched.events import GangEvents
 from grove_sched.gangs import GangKey, Malformed, ReadyGang, Waiting
+from grove_sched.koordinator import REASON_GANG_TIMEOUT, GangHints, GangTimeouts, gang_hints, place_preferring_zone
 from grove_sched.metrics import SchedulerMetrics
 from grove_sched.model import (
     Code,
@@ -136,6 +137,7 @@ class Scheduler:
         self._last_reasons: dict[GangKey, tuple[str, ...]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._running = False
+        self.timeouts: GangTimeouts[GangKey] = GangTimeouts(self.clock, self._wake)
 
     def set_status_trigger(self, trigger: Callable[[ObjectKey], None]) -> None:
         """Called with a PodGang's key whenever its recorded verdict changes (the status controller's enqueue)."""
@@ -145,6 +147,7 @@ class Scheduler:
         """The gang is gone (PodGang or lone pod deleted): drop it from the queue and every per-gang record."""
         self.queue.remove(key)
         self.post_filter.forget(key)
+        self.timeouts.forget(key)
         self._ready_since.pop(key, None)
         self._last_reasons.pop(key, None)
         if not key.single:
@@ -201,6 +204,7 @@ class Scheduler:
             raise LeadershipLost("the renew deadline passed: no further scheduling cycles")
         finally:
             self._running = False
+            self.timeouts.close()
             self.queue.close()
             if not self.binder.leading():
                 for task in list(self._tasks):
@@ -220,6 +224,7 @@ class Scheduler:
         if isinstance(assembly, Waiting):
             log.debug("gang not ready", gang=str(key), reason=assembly.reason)
             self._ready_since.pop(key, None)
+            self.timeouts.forget(key)
             self.queue.done(key, Code.SUCCESS)  # nothing to do until the gang's pods or PodGang change
             return
         if isinstance(assembly, Malformed):
@@ -230,11 +235,15 @@ class Scheduler:
             )
             return
         self._ready_since.setdefault(key, now)
+        hints = gang_hints(podgang, assembly.pods.values())
+        if hints.problems:
+            log.warning("Koordinator annotation ignored", gang=str(key), problems=list(hints.problems))
         snapshot = self._snapshot_for(key, assembly.request.priority)
         start = self.clock.monotonic()
-        result = await self.solver.solve(snapshot, assembly.request)
+        result = await self._solve(snapshot, assembly.request, hints)
         self.metrics.solve_time.observe(self.clock.monotonic() - start)
         if isinstance(result, Placement) and result.assignments:
+            self.timeouts.forget(key)
             self._assume_and_bind(assembly, podgang, result)
             return
         status = result.status if isinstance(result, Unschedulable) else Status(Code.UNSCHEDULABLE)
@@ -244,8 +253,40 @@ class Scheduler:
             return
         if status.code is Code.UNSCHEDULABLE:
             status = await self.post_filter.post_filter(assembly, snapshot, status)
+        if self.timeouts.expired(key, hints.gang_timeout, now):
+            self._gang_timed_out(assembly, podgang, status, hints.gang_timeout or 0.0)
+            return
         self._count(key, _ATTEMPT.get(status.code, status.code.value.lower()), podgang, assembly.pods)
-        self._failed(key, podgang, list(assembly.pods.values()), status, REASON_UNSCHEDULABLE)
+        reason = REASON_GANG_TIMEOUT if self.timeouts.timed_out(key) else REASON_UNSCHEDULABLE
+        self._failed(key, podgang, list(assembly.pods.values()), status, reason)
+
+    async def _solve(self, snapshot: Snapshot, request: GangRequest, hints: GangHints) -> PlacementResult:
+        """Place the gang; inside its Koordinator `network-topology-zone` first (`grove_sched.koordinator.zone`)."""
+        levels = request.topology_levels or self.solver.options.default_levels
+        return await place_preferring_zone(self.solver.solve, snapshot, request, hints.zone, levels)
+
+    def _gang_timed_out(self, gang: ReadyGang, podgang: Obj | None, status: Status, timeout: float) -> None:
+        """Koordinator's gang timeout (`grove_sched.koordinator.timeouts`): condition and Event `GangTimeout`,
+        the capacity held for the gang released, and a retry after backoff."""
+        key = gang.key
+        self.post_filter.forget(key)
+        message = f"the gang was not placed within its gang-timeout of {timeout:g}s"
+        if status.reasons:
+            message += ": " + status.message
+        self._count(key, "gang_timeout", podgang, gang.pods)
+        self._last_reasons[key] = (message,)
+        log.info("gang timed out", gang=str(key), timeout=timeout, reasons=list(status.reasons))
+        if not key.single:
+            okey = ObjectKey(key.namespace, key.name)
+            self.book.record(okey, ScheduledState(False, REASON_GANG_TIMEOUT, message))
+            self._status_changed(okey)
+        self.spawn(self.events.gang_timeout(podgang, gang.pods.values(), message))
+        self.queue.done(key, Code.ERROR)
+
+    def _wake(self, key: GangKey) -> None:
+        """A gang's timeout deadline passed: give it an attempt now, whatever room it waits in."""
+        if self._running:
+            self.queue.add(key, self.source.gang_priority(key))
 
     def _snapshot_for(self, key: GangKey, priority: int) -> Snapshot:
         """The cycle's snapshot, with the capacity held for other gangs this one must not take."""

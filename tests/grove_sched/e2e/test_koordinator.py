@@ -1,0 +1,100 @@
+"""Workloads written for koord-scheduler, run by `grove-scheduler --scheduler-name koord-scheduler` with
+grove-operator, both as processes against grove-sim, driven by kubectl: a PodCliqueSet with
+`scheduling.koordinator.sh/gang-timeout` that cannot fit shows `Scheduled=False` reason `GangTimeout` and a
+`GangTimeout` Event once its timeout (2 s here, on the real clock) has passed; one with
+`scheduling.koordinator.sh/network-topology-zone` lands in that rack."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grove_runtime.client import KubeClient
+from grove_runtime.errors import NotFound
+from grove_runtime.resources import NODES, PODS
+from grove_sim.testing import SimCluster
+
+from ...programs._proc import clean_env, running
+from .conftest import RACK, eventually, scheduled_condition
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = "/usr/bin/kubectl"
+Obj = dict[str, Any]
+
+
+def kubectl(env: dict[str, str], *args: str, stdin: str | None = None) -> str:
+    """Run kubectl; its standard output."""
+    return subprocess.run([KUBECTL, *args], env=env, input=stdin, check=True, capture_output=True, text=True).stdout
+
+
+def koord_pcs(name: str, annotations: dict[str, str], pods: int, gpus: int) -> Obj:
+    """A PodCliqueSet for koord-scheduler: one clique of `pods` pods of `gpus` GPUs each."""
+    container = {
+        "name": "main",
+        "image": "registry.example.com/infer:1.0",
+        "resources": {"requests": {"nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}},
+    }
+    clique = {
+        "name": "w",
+        "spec": {
+            "roleName": "worker",
+            "replicas": pods,
+            "podSpec": {"schedulerName": "koord-scheduler", "containers": [container]},
+        },
+    }
+    return {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodCliqueSet",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": {"replicas": 1, "template": {"cliques": [clique]}},
+    }
+
+
+async def test_gang_timeout_and_zone(cluster: SimCluster, client: KubeClient, tmp_path: Path) -> None:
+    env = clean_env(tmp_path, KUBECONFIG=cluster.kubeconfig)
+    kube_env = {**env, "KUBECACHEDIR": str(tmp_path / "cache")}
+    nodes = (await client.list(NODES))["items"]
+    last_rack = max(n["metadata"]["labels"][RACK] for n in nodes)
+    async with (
+        running("grove-operator", "--no-leader-elect", "--metrics-bind-address=0", env=env),
+        running(
+            "grove-scheduler", "--no-leader-elect", "--metrics-bind-address=0",
+            "--scheduler-name", "grove-scheduler", "--scheduler-name", "koord-scheduler", env=env,
+        ),
+    ):  # fmt: skip
+        too_big = koord_pcs("too-big", {"scheduling.koordinator.sh/gang-timeout": "2s"}, pods=9, gpus=8)
+        zoned = koord_pcs("zoned", {"scheduling.koordinator.sh/network-topology-zone": f"{RACK}={last_rack}"}, 2, 4)
+        kubectl(
+            kube_env,
+            "apply",
+            "-f",
+            "-",
+            stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": [too_big, zoned]}),
+        )
+
+        async def timed_out() -> Obj | None:
+            with contextlib.suppress(NotFound):
+                cond = await scheduled_condition(client, "too-big-0")
+                return cond if cond is not None and cond.get("reason") == "GangTimeout" else None
+            return None
+
+        cond = await eventually(timed_out, limit=60)
+        assert cond["status"] == "False"
+        assert "gang-timeout of 2s" in cond["message"]
+        events = json.loads(kubectl(kube_env, "get", "events", "-o", "json", "--field-selector", "reason=GangTimeout"))
+        kinds = {e["involvedObject"]["kind"] for e in events["items"]}
+        assert kinds == {"PodGang", "Pod"}
+        assert {e["source"]["component"] for e in events["items"]} == {"koord-scheduler"}
+
+        async def zoned_bound() -> list[Obj] | None:
+            pods = (await client.list(PODS, "default", label_selector="app.kubernetes.io/part-of=zoned"))["items"]
+            return pods if len(pods) == 2 and all(p["spec"].get("nodeName") for p in pods) else None
+
+        racks = {n["metadata"]["name"]: n["metadata"]["labels"][RACK] for n in nodes}
+        assert {racks[p["spec"]["nodeName"]] for p in await eventually(zoned_bound, limit=60)} == {last_rack}
