@@ -2,9 +2,9 @@
 
 Why: the CLI, the end-to-end tests and the demo all need "a scheduler against this API server"; building it here
 once keeps them identical. Lifecycle (owned by the runtime `Manager`): health/metrics server → informers for
-pods, nodes, PodGangs, PriorityClasses and ClusterTopologyBindings (synced; their events already fill the
-queue) → leader election on the Lease → recovery of partially bound gangs → the scheduling loop and the PodGang
-status controller.
+pods, nodes, PodGangs, PriorityClasses, ClusterTopologyBindings and Koordinator Reservations (synced; their
+events already fill the queue) → leader election on the Lease → recovery of partially bound gangs → the
+scheduling loop and the PodGang status controller.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from grove_sched.postfilter import PostFilter
 from grove_sched.preemption import DeleteVictims, EvictVictims, PreemptionOptions, Preemptor, VictimRemover
 from grove_sched.queue import SchedulingQueue
 from grove_sched.recovery import RecoveryReport, recover
+from grove_sched.reservations import RESERVATIONS, ReservationEvents, Reservations
 from grove_sched.scheduler import Scheduler
 from grove_sched.source import GANG_INDEX, GangSource, gang_index
 from grove_sched.topology import CLUSTERTOPOLOGYBINDINGS
@@ -89,6 +90,7 @@ def build(
     priorityclasses = informers.informer(PRIORITYCLASSES)
     topologies = informers.informer(CLUSTERTOPOLOGYBINDINGS)
     informers.add_index(PODS, GANG_INDEX, gang_index)
+    reservation_informer = informers.informer(RESERVATIONS) if config.reservations else None
     metrics = SchedulerMetrics(registry)
     recorders = {name: EventRecorder(client, name, clock=clock) for name in config.scheduler_names}
     recorder = recorders[config.scheduler_name]
@@ -120,6 +122,7 @@ def build(
         inline_solve_limit=config.inline_solve_limit,
         post_filter=post_filter,
         pod_status=pod_status,
+        reservations=Reservations(informers, client, clock, recorder) if config.reservations else None,
     )
     reconciler = PodGangStatusReconciler(
         client,
@@ -146,6 +149,11 @@ def build(
     podgangs.add_handler(PodGangEvents(scheduler, status.enqueue))
     priorityclasses.add_handler(PriorityClassEvents(scheduler))
     topologies.add_handler(TopologyEvents(scheduler))
+    if reservation_informer is not None and scheduler.reservations is not None:
+        scheduler.reservations.wake = lambda key: scheduler.queue.add(key)
+        reservation_informer.add_handler(
+            ReservationEvents(scheduler.reservations, scheduler.queue.add, scheduler.queue.move_all)
+        )
     metrics_address = Address(config.metrics_host, config.metrics_port) if config.metrics_port is not None else None
     manager = Manager(
         client,

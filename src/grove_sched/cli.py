@@ -79,6 +79,12 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         default=defaults.preemption_eviction,
         help="remove victims by graceful DELETE or through the Eviction API (honours PodDisruptionBudgets)",
     )
+    parser.add_argument(
+        "--reservations",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.reservations,
+        help="place and honour Koordinator Reservations (scheduling.koordinator.sh/v1alpha1; needs their CRD)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     if args.status_settle < 0:
@@ -108,6 +114,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         status_settle=args.status_settle,
         preemption=args.preemption,
         preemption_eviction=args.preemption_eviction,
+        reservations=args.reservations,
         log_level=args.log_level,
         placement=dataclasses.replace(defaults.placement, default_levels=levels),
     )

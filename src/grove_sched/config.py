@@ -48,6 +48,8 @@ class SchedulerConfig:
     placement: PlacementOptions = field(default_factory=PlacementOptions)
     preemption: bool = True
     """Preempt lower-priority whole gangs for an unschedulable gang (kube-scheduler's DefaultPreemption is on)."""
+    reservations: bool = True
+    """Place and honour Koordinator Reservations (needs their CRD, `crds/scheduling.koordinator.sh_reservations`)."""
     preemption_eviction: Literal["delete", "evict"] = "delete"
     """How victims are removed: graceful DELETE (as kube-scheduler), or the Eviction API (PodDisruptionBudgets)."""
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -55,6 +55,7 @@ from grove_sched.gangs import GangKey, Malformed, ReadyGang, Waiting
 from grove_sched.koordinator import REASON_GANG_TIMEOUT, GangHints, GangTimeouts, gang_hints, place_preferring_zone
 from grove_sched.metrics import SchedulerMetrics
 from grove_sched.model import (
+    BoundPod,
     Code,
     GangRequest,
     Placement,
@@ -75,6 +76,7 @@ from grove_sched.podgang_status import (
 )
 from grove_sched.postfilter import NoPostFilter, PostFilter
 from grove_sched.queue import QueueClosed, SchedulingQueue
+from grove_sched.reservations import Reservations, is_reservation_key
 from grove_sched.source import GangSource
 
 __all__ = ["Scheduler", "Solver"]
@@ -120,6 +122,7 @@ class Scheduler:
         inline_solve_limit: float = 0.02,
         post_filter: PostFilter | None = None,
         pod_status: PodStatusWriter | None = None,
+        reservations: Reservations | None = None,
     ) -> None:
         self.source = source
         self.cache = source.cache
@@ -132,6 +135,7 @@ class Scheduler:
         self.solver = Solver(options, inline_solve_limit)
         self.post_filter: PostFilter = post_filter or NoPostFilter()
         self.pod_status = pod_status
+        self.reservations = reservations
         self._status_changed: Callable[[ObjectKey], None] = lambda _key: None
         self._ready_since: dict[GangKey, float] = {}
         self._last_reasons: dict[GangKey, tuple[str, ...]] = {}
@@ -205,6 +209,8 @@ class Scheduler:
         finally:
             self._running = False
             self.timeouts.close()
+            if self.reservations is not None:
+                self.reservations.close()
             self.queue.close()
             if not self.binder.leading():
                 for task in list(self._tasks):
@@ -220,6 +226,10 @@ class Scheduler:
         """One scheduling cycle for `key` (popped from the queue)."""
         now = self.clock.monotonic()
         self.cache.cleanup_expired(now)
+        if self.reservations is not None and is_reservation_key(key):
+            snapshot = self._snapshot_for(key, 0, self.reservations.all_holds())
+            self.queue.done(key, await self.reservations.schedule_one(key.name, snapshot, self.solver.solve))
+            return
         assembly, podgang = self.source.assemble(key)
         if isinstance(assembly, Waiting):
             log.debug("gang not ready", gang=str(key), reason=assembly.reason)
@@ -238,12 +248,19 @@ class Scheduler:
         hints = gang_hints(podgang, assembly.pods.values())
         if hints.problems:
             log.warning("Koordinator annotation ignored", gang=str(key), problems=list(hints.problems))
-        snapshot = self._snapshot_for(key, assembly.request.priority)
+        held, reserved_nodes, owned = (
+            self.reservations.for_gang(assembly.pods.values(), hints.reservation_ref)
+            if self.reservations is not None
+            else ([], (), ())
+        )
+        snapshot = self._snapshot_for(key, assembly.request.priority, held)
         start = self.clock.monotonic()
-        result = await self._solve(snapshot, assembly.request, hints)
+        result = await self._solve(snapshot, assembly.request, hints, reserved_nodes)
         self.metrics.solve_time.observe(self.clock.monotonic() - start)
         if isinstance(result, Placement) and result.assignments:
             self.timeouts.forget(key)
+            if self.reservations is not None and owned:
+                self.reservations.allocate(owned, assembly.pods, result.assignments)
             self._assume_and_bind(assembly, podgang, result)
             return
         status = result.status if isinstance(result, Unschedulable) else Status(Code.UNSCHEDULABLE)
@@ -260,10 +277,13 @@ class Scheduler:
         reason = REASON_GANG_TIMEOUT if self.timeouts.timed_out(key) else REASON_UNSCHEDULABLE
         self._failed(key, podgang, list(assembly.pods.values()), status, reason)
 
-    async def _solve(self, snapshot: Snapshot, request: GangRequest, hints: GangHints) -> PlacementResult:
-        """Place the gang; inside its Koordinator `network-topology-zone` first (`grove_sched.koordinator.zone`)."""
+    async def _solve(
+        self, snapshot: Snapshot, request: GangRequest, hints: GangHints, reserved: Sequence[str] = ()
+    ) -> PlacementResult:
+        """Place the gang: on the nodes of the Reservations it owns first, then inside its Koordinator
+        `network-topology-zone` (`grove_sched.koordinator.zone`), then anywhere."""
         levels = request.topology_levels or self.solver.options.default_levels
-        return await place_preferring_zone(self.solver.solve, snapshot, request, hints.zone, levels)
+        return await place_preferring_zone(self.solver.solve, snapshot, request, hints.zone, levels, reserved)
 
     def _gang_timed_out(self, gang: ReadyGang, podgang: Obj | None, status: Status, timeout: float) -> None:
         """Koordinator's gang timeout (`grove_sched.koordinator.timeouts`): condition and Event `GangTimeout`,
@@ -288,14 +308,15 @@ class Scheduler:
         if self._running:
             self.queue.add(key, self.source.gang_priority(key))
 
-    def _snapshot_for(self, key: GangKey, priority: int) -> Snapshot:
-        """The cycle's snapshot, with the capacity held for other gangs this one must not take."""
+    def _snapshot_for(self, key: GangKey, priority: int, held: Sequence[BoundPod] = ()) -> Snapshot:
+        """The cycle's snapshot, with the capacity held for other gangs this one must not take (a preemptor's
+        nomination, a Reservation it does not own: `held`)."""
         snapshot = self.cache.snapshot()
-        reserved = self.post_filter.reserved(key, priority)
+        reserved = [*self.post_filter.reserved(key, priority), *held]
         if not reserved:
             return snapshot
         try:
-            return snapshot.with_assumed(list(reserved))
+            return snapshot.with_assumed(reserved)
         except KeyError:  # a reservation asks a resource no node offers any more: it holds nothing
             return snapshot
 

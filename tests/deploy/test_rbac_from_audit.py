@@ -67,6 +67,8 @@ NOT_EXERCISED: dict[str, str] = {
         "PodScheduled=False on a gang that cannot be placed, nominatedNodeName and DisruptionTarget when preempting;"
         " every gang fits here",
     "ClusterRole grove-scheduler: create pods/eviction.core": "preemption with --preemption-eviction evict",
+    "ClusterRole grove-scheduler: patch reservations/status.scheduling.koordinator.sh":
+        "a Koordinator Reservation's status (placed, used, expired); this workload makes none",
     "grove-initc: get pods.core in rbac-workload": _INITC_ROLE,
     "grove-initc: get pods/status.core in rbac-workload": _INITC_ROLE,
     "grove-initc: list pods/status.core in rbac-workload": _INITC_ROLE,

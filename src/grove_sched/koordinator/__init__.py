@@ -14,7 +14,7 @@ from grove_sched.koordinator.annotations import (
     parse_zone,
 )
 from grove_sched.koordinator.timeouts import REASON_GANG_TIMEOUT, GangTimeouts
-from grove_sched.koordinator.zone import in_zone, place_preferring_zone, resolve_zone
+from grove_sched.koordinator.zone import in_zone, on_nodes, place_preferring_zone, resolve_zone
 
 __all__ = [
     "ANNOTATION_GANG_TIMEOUT",
@@ -26,6 +26,7 @@ __all__ = [
     "GangTimeouts",
     "gang_hints",
     "in_zone",
+    "on_nodes",
     "parse_duration",
     "parse_zone",
     "place_preferring_zone",

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 
-from grove_sched.model import GangRequest, Placement, PlacementResult
+from grove_sched.model import HOSTNAME_KEY, GangRequest, NodeSelectorTerm, Placement, PlacementResult, Requirement
 from grove_sched.placement import Snapshot
 
-__all__ = ["in_zone", "place_preferring_zone", "resolve_zone"]
+__all__ = ["in_zone", "on_nodes", "place_preferring_zone", "resolve_zone"]
 
 
 def resolve_zone(
@@ -36,17 +36,38 @@ def in_zone(request: GangRequest, key: str, value: str) -> GangRequest:
     return dataclasses.replace(request, groups=groups)
 
 
+def on_nodes(request: GangRequest, nodes: Sequence[str], hostname_key: str = HOSTNAME_KEY) -> GangRequest:
+    """The same gang with every group restricted to `nodes` (a reservation's), on top of its own node terms."""
+    pin = Requirement(hostname_key, "In", tuple(sorted(set(nodes))))
+    groups = tuple(
+        dataclasses.replace(
+            g,
+            required_node_terms=tuple(
+                dataclasses.replace(t, match_expressions=(*t.match_expressions, pin))
+                for t in (g.required_node_terms or (NodeSelectorTerm(),))
+            ),
+        )
+        for g in request.groups
+    )
+    return dataclasses.replace(request, groups=groups)
+
+
 async def place_preferring_zone(
     solve: Callable[[Snapshot, GangRequest], Awaitable[PlacementResult]],
     snapshot: Snapshot,
     request: GangRequest,
     zone: tuple[str | None, str] | None,
     levels: Sequence[str],
+    nodes: Sequence[str] = (),
 ) -> PlacementResult:
-    """`solve` the gang pinned to `zone` when it names a domain and the gang fits there, else unpinned."""
+    """`solve` the gang on `nodes` (the reservations it owns) when it fits there, else in `zone` when that names a
+    domain and the gang fits there, else unpinned."""
+    preferred = [on_nodes(request, nodes)] if nodes else []
     resolved = resolve_zone(zone, levels, snapshot.domain_names) if zone is not None else None
     if resolved is not None:
-        result = await solve(snapshot, in_zone(request, *resolved))
+        preferred.append(in_zone(request, *resolved))
+    for pinned in preferred:
+        result = await solve(snapshot, pinned)
         if isinstance(result, Placement) and result.assignments:
             return result
     return await solve(snapshot, request)
