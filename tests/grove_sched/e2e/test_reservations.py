@@ -81,3 +81,23 @@ async def test_a_reservation_is_held_for_its_owner(cluster: SimCluster, client: 
         done = await eventually(succeeded)
         assert len(done["currentOwners"]) == 2
         assert await bound_nodes(client, "other") == {}  # the owner now uses the capacity itself
+
+
+async def test_a_reservation_ends_with_its_ttl(cluster: SimCluster, client: KubeClient) -> None:
+    """A Reservation of every node whose ttl passes is Failed (reason Expired) and holds nothing any more: a gang
+    that needs every node is placed."""
+    body = reservation("short", "nobody")
+    body["metadata"]["annotations"] = {"grove.io/reservation-replicas": "8"}
+    body["spec"]["ttl"] = "1s"
+    async with running_scheduler(cluster.kubeconfig):
+        await client.create(RESERVATIONS, body)
+        await make_gang(client, "later", {"w": (8, 8, 8)})
+
+        async def later_bound() -> dict[str, str] | None:
+            found = await bound_nodes(client, "later")
+            return found if len(found) == 8 else None
+
+        await eventually(later_bound)
+        status = (await client.get(RESERVATIONS, "short")).get("status") or {}
+        assert status.get("phase") == "Failed"
+        assert status["conditions"][0]["reason"] == "Expired"
