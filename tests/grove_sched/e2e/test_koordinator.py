@@ -15,12 +15,14 @@ from typing import Any
 import pytest
 
 from grove_runtime.client import KubeClient
+from grove_runtime.clock import FakeClock
 from grove_runtime.errors import NotFound
 from grove_runtime.resources import NODES, PODS
+from grove_sched.podgang_status import PODGANGS
 from grove_sim.testing import SimCluster
 
 from ...programs._proc import clean_env, running
-from .conftest import RACK, eventually, scheduled_condition
+from .conftest import RACK, eventually, make_gang, running_scheduler, scheduled_condition
 
 pytestmark = pytest.mark.slow
 
@@ -98,3 +100,33 @@ async def test_gang_timeout_and_zone(cluster: SimCluster, client: KubeClient, tm
 
         racks = {n["metadata"]["name"]: n["metadata"]["labels"][RACK] for n in nodes}
         assert {racks[p["spec"]["nodeName"]] for p in await eventually(zoned_bound, limit=60)} == {last_rack}
+
+
+async def test_gang_timeout_of_30s_on_a_fake_clock(cluster: SimCluster, client: KubeClient) -> None:
+    """The acceptance's 30 s: a gang that cannot fit, annotated `gang-timeout: 30s`, is Unschedulable until the
+    scheduler's (fake) clock has moved 30 s, then GangTimeout; no wall time passes."""
+    clock = FakeClock()
+    async with running_scheduler(cluster.kubeconfig, clock=clock, unschedulable_flush=300.0):
+        pods = await make_gang(client, "huge", {"w": (9, 9, 8)}, ungate=False)
+        annotation = {"metadata": {"annotations": {"scheduling.koordinator.sh/gang-timeout": "30s"}}}
+        await client.patch(PODGANGS, "huge", annotation, "default")
+        for name in pods["w"]:
+            await client.patch(PODS, name, {"spec": {"schedulingGates": None}}, "default")
+
+        async def reason() -> str | None:
+            cond = await scheduled_condition(client, "huge")
+            return str(cond.get("reason")) if cond is not None else None
+
+        assert await eventually(reason) == "Unschedulable"
+        await eventually(lambda: _armed(clock))
+        clock.advance(30.0)
+
+        async def timed_out() -> bool:
+            return await reason() == "GangTimeout"
+
+        assert await eventually(timed_out)
+
+
+async def _armed(clock: FakeClock) -> bool:
+    """The gang-timeout timer sleeps on the fake clock, 30 s ahead (the queue's flush is set to 300 s)."""
+    return any(abs(delay - 30.0) < 1e-6 for delay in clock.pending_delays())
