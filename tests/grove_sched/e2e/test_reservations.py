@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from grove_runtime.client import KubeClient
-from grove_runtime.resources import NODES
+from grove_runtime.resources import NODES, PRIORITYCLASSES
 from grove_sched.reservations import RESERVATIONS
 from grove_sim.testing import SimCluster
 
@@ -101,3 +101,25 @@ async def test_a_reservation_ends_with_its_ttl(cluster: SimCluster, client: Kube
         status = (await client.get(RESERVATIONS, "short")).get("status") or {}
         assert status.get("phase") == "Failed"
         assert status["conditions"][0]["reason"] == "Expired"
+
+
+async def test_a_higher_priority_gang_does_not_preempt_a_reservation(cluster: SimCluster, client: KubeClient) -> None:
+    """Preemption looks for lower-priority gangs to evict; what a Reservation holds is none of them."""
+    await client.create(PRIORITYCLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                          "metadata": {"name": "vip"}, "value": 1000})  # fmt: skip
+    async with running_scheduler(cluster.kubeconfig):
+        await client.create(RESERVATIONS, reservation("held", "owner"))
+
+        async def available() -> bool:
+            return ((await client.get(RESERVATIONS, "held")).get("status") or {}).get("phase") == "Available"
+
+        await eventually(available)
+        await make_gang(client, "vip", {"w": (7, 7, 8)}, priority_class="vip")
+
+        async def refused() -> str | None:
+            cond = await scheduled_condition(client, "vip")
+            return str(cond["message"]) if cond is not None and cond.get("status") == "False" else None
+
+        assert "preemption" in await eventually(refused)
+        assert await bound_nodes(client, "vip") == {}
+        assert await available()
