@@ -18,7 +18,7 @@ which the scheduler logs.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,15 +73,16 @@ class GangHints:
     problems: tuple[str, ...] = ()
 
 
+_NONE = GangHints()
+
+
 def _annotations(obj: Obj | None) -> Mapping[str, str]:
     return ((obj or {}).get("metadata") or {}).get("annotations") or {}
 
 
-def _find(podgang: Obj | None, pods: Iterable[Obj], *keys: str) -> tuple[str, str] | None:
-    """(annotation key, value): the PodGang's first, else the first pod's (by name) that carries one of `keys`."""
-    sources = [podgang, *sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name", "")))]
-    for source in sources:
-        found = _annotations(source)
+def _find(sources: Sequence[Mapping[str, str]], *keys: str) -> tuple[str, str] | None:
+    """(annotation key, value) from the first of `sources` (annotation maps) that carries one of `keys`."""
+    for found in sources:
         for key in keys:
             if key in found:
                 return key, str(found[key])
@@ -90,20 +91,24 @@ def _find(podgang: Obj | None, pods: Iterable[Obj], *keys: str) -> tuple[str, st
 
 def gang_hints(podgang: Obj | None, pods: Iterable[Obj]) -> GangHints:
     """The hints of a gang from its PodGang (None for a gang of one) and its pods."""
-    members = list(pods)
+    annotated = [p for p in pods if _annotations(p)]
+    annotated.sort(key=lambda p: str((p.get("metadata") or {}).get("name", "")))
+    members = [_annotations(podgang), *(_annotations(p) for p in annotated)]
+    if not any(members):
+        return _NONE
     problems: list[str] = []
     timeout = None
-    found = _find(podgang, members, ANNOTATION_GANG_TIMEOUT, ANNOTATION_WAITING_TIME)
+    found = _find(members, ANNOTATION_GANG_TIMEOUT, ANNOTATION_WAITING_TIME)
     if found is not None:
         timeout = parse_duration(found[1])
         if timeout is None:
             problems.append(f"{found[0]}: {found[1]!r} is not a duration such as 30s or 1m30s")
     zone = None
-    found = _find(podgang, members, ANNOTATION_ZONE)
+    found = _find(members, ANNOTATION_ZONE)
     if found is not None:
         zone = parse_zone(found[1])
         if zone is None:
             problems.append(f"{found[0]}: {found[1]!r} is neither KEY=VALUE nor a domain name")
-    found = _find(podgang, members, ANNOTATION_RESERVATION_REF)
+    found = _find(members, ANNOTATION_RESERVATION_REF)
     ref = found[1].strip() or None if found is not None else None
     return GangHints(timeout, zone, ref, tuple(problems))

@@ -74,16 +74,24 @@ class Reservations:
         self._clock = clock
         self._sink = sink
         self._overlay: dict[str, dict[str, Any]] = {}
+        self._parsed: dict[str, tuple[tuple[str, str], ReservationView]] = {}
         self._timers: dict[str, asyncio.Task[None]] = {}
         self.wake: Callable[[GangKey], None] = lambda _key: None
 
     def views(self) -> list[ReservationView]:
-        """Every Reservation, its status overlaid with what this process wrote and the informer has not shown."""
+        """Every Reservation, its status overlaid with what this process wrote and the informer has not shown
+        (each read once per resourceVersion and overlay: every scheduling cycle asks)."""
         out = []
         for obj in self._informers.list(RESERVATIONS):
-            name = str((obj.get("metadata") or {}).get("name", ""))
-            status = {**(obj.get("status") or {}), **self._overlay.get(name, {})}
-            out.append(parse_reservation({**obj, "status": status}))
+            meta = obj.get("metadata") or {}
+            name = str(meta.get("name", ""))
+            overlay = self._overlay.get(name, {})
+            memo_key = (str(meta.get("resourceVersion", "")), repr(sorted(overlay.items())))
+            memo = self._parsed.get(name)
+            if memo is None or memo[0] != memo_key:
+                memo = (memo_key, parse_reservation({**obj, "status": {**(obj.get("status") or {}), **overlay}}))
+                self._parsed[name] = memo
+            out.append(memo[1])
         return out
 
     def observed(self, obj: Obj) -> None:
@@ -97,6 +105,7 @@ class Reservations:
     def forget(self, name: str) -> None:
         """The Reservation is gone."""
         self._overlay.pop(name, None)
+        self._parsed.pop(name, None)
         task = self._timers.pop(name, None)
         if task is not None:
             task.cancel()
