@@ -6,9 +6,12 @@ capacity the previous one took, but binding is I/O and may run concurrently. So 
 1. pop the best gang from the queue;
 2. assemble it through the `GangSource` (informer caches, assumed pods shown as bound);
 3. take the cache's immutable snapshot and `place` it (see "where the solver runs" below); capacity the
-   post-filter holds for another gang of higher or equal priority (a preemptor waiting for its victims) is
-   layered onto the snapshot first, so no other gang takes it;
-4. on an Unschedulable status, run the post-filter (where preemption lives; `grove_sched.postfilter`);
+   post-filter holds for another gang of higher or equal priority (a preemptor waiting for its victims) and the
+   capacity of Koordinator Reservations the gang does not own (`grove_sched.reservations`) are layered onto the
+   snapshot first, so no other gang takes it; a gang is placed on its own Reservations' nodes first, then in its
+   Koordinator `network-topology-zone`, then anywhere (`grove_sched.koordinator`);
+4. on an Unschedulable status, run the post-filter (where preemption lives; `grove_sched.postfilter`); a gang
+   past its Koordinator `gang-timeout` is then timed out instead (`grove_sched.koordinator.timeouts`);
 5. else `assume` the placement in the scheduler cache, so the next cycle already sees the capacity as used (what
    the post-filter held for this gang is released);
 6. spawn the binding cycle and go back to 1.
@@ -259,9 +262,7 @@ class Scheduler:
         self.metrics.solve_time.observe(self.clock.monotonic() - start)
         if isinstance(result, Placement) and result.assignments:
             self.timeouts.forget(key)
-            if self.reservations is not None and owned:
-                self.reservations.allocate(owned, assembly.pods, result.assignments)
-            self._assume_and_bind(assembly, podgang, result)
+            self._assume_and_bind(assembly, podgang, result, owned)
             return
         status = result.status if isinstance(result, Unschedulable) else Status(Code.UNSCHEDULABLE)
         if assembly.required_pods == 0:
@@ -354,14 +355,18 @@ class Scheduler:
         self.metrics.pods_bound.labels(scheduler_name=name).inc(len(outcome.bound))
         return outcome
 
-    def _assume_and_bind(self, gang: ReadyGang, podgang: Obj | None, placement: Placement) -> None:
+    def _assume_and_bind(
+        self, gang: ReadyGang, podgang: Obj | None, placement: Placement, owned: Sequence[str] = ()
+    ) -> None:
         """Assume the placement and start its binding cycle (capacity held for the gang is no longer needed: its
         assumed pods now hold it)."""
         plan = self.assume(gang, placement)
         self.post_filter.forget(gang.key)
-        self.spawn(self._binding_cycle(gang, podgang, placement, plan))
+        self.spawn(self._binding_cycle(gang, podgang, placement, plan, owned))
 
-    async def _binding_cycle(self, gang: ReadyGang, podgang: Obj | None, placement: Placement, plan: BindPlan) -> None:
+    async def _binding_cycle(
+        self, gang: ReadyGang, podgang: Obj | None, placement: Placement, plan: BindPlan, owned: Sequence[str] = ()
+    ) -> None:
         key = gang.key
         start = self.clock.monotonic()
         try:
@@ -382,6 +387,8 @@ class Scheduler:
             self._failed(key, podgang, list(gang.pods.values()), Status(Code.ERROR, outcome.reasons))
             return
         self._count(key, "scheduled", podgang, gang.pods)
+        if self.reservations is not None and owned:  # the Reservations the gang owns now hold its bound pods
+            self.reservations.allocate(owned, gang.pods, {p: plan.assignments[p] for p in outcome.bound})
         self.metrics.score.observe(placement.score)
         ready = self._ready_since.pop(key, None)
         if ready is not None:
