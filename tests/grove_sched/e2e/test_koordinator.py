@@ -80,13 +80,20 @@ async def test_gang_timeout_and_zone(cluster: SimCluster, client: KubeClient, tm
             stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": [too_big, zoned]}),
         )
 
+        seen: list[object] = []
+
         async def timed_out() -> Obj | None:
             with contextlib.suppress(NotFound):
                 cond = await scheduled_condition(client, "too-big-0")
+                seen[:] = [cond]
                 return cond if cond is not None and cond.get("reason") == "GangTimeout" else None
             return None
 
-        cond = await eventually(timed_out, limit=60)
+        try:
+            cond = await eventually(timed_out, limit=60)
+        except AssertionError as err:  # say what the gang showed instead (a guard against hangs, not a timing)
+            pods = kubectl(kube_env, "get", "pods", "-l", "app.kubernetes.io/part-of=too-big", "--no-headers")
+            raise AssertionError(f"{err}; Scheduled condition: {seen}; pods:\n{pods}") from err
         assert cond["status"] == "False"
         assert "gang-timeout of 2s" in cond["message"]
         events = json.loads(kubectl(kube_env, "get", "events", "-o", "json", "--field-selector", "reason=GangTimeout"))
