@@ -53,13 +53,17 @@ def cpu_seconds(pid: int) -> float:
 
 
 def parse_metrics(text: str) -> dict[str, float]:
-    """Prometheus text exposition as `{sample name{labels}: value}` (labels sorted, `le` included)."""
+    """Prometheus text exposition as `{sample name{labels}: value}` (labels sorted, `le` included); a counter
+    labelled only by `scheduler_name` (`pods_bound_total`) also appears under its bare name, summed."""
     out: dict[str, float] = {}
+    sums: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = ",".join(f'{key}="{value}"' for key, value in sorted(sample.labels.items()))
             out[f"{sample.name}{{{labels}}}" if labels else sample.name] = float(sample.value)
-    return out
+            if set(sample.labels) == {"scheduler_name"}:
+                sums[sample.name] = sums.get(sample.name, 0.0) + float(sample.value)
+    return {**sums, **out}
 
 
 @dataclass

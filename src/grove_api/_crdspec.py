@@ -19,6 +19,7 @@ from grove_api.podclique import PodClique
 from grove_api.podcliqueset import PodCliqueSet
 from grove_api.podgang import PodGang
 from grove_api.queue import Queue
+from grove_api.reservation import Reservation
 from grove_api.scalinggroup import PodCliqueScalingGroup
 from grove_api.topology import ClusterTopologyBinding
 
@@ -240,6 +241,23 @@ CRD_KINDS: tuple[CRDKind, ...] = (
         description="A gang of PodGroups that a scheduler must place atomically (minReplicas of each, or none).",
         scale=None,
         printer_columns=(PrinterColumn("Phase", "string", ".status.phase"), _AGE),
+    ),
+    CRDKind(
+        model=Reservation,
+        group="scheduling.koordinator.sh",
+        kind="Reservation",
+        plural="reservations",
+        singular="reservation",
+        short_names=("reserv",),
+        scope="Cluster",
+        description="Koordinator's Reservation: resources of a pod template held ahead of time for their owners.",
+        scale=None,
+        printer_columns=(
+            PrinterColumn("Phase", "string", ".status.phase"),
+            PrinterColumn("Node", "string", ".status.nodeName"),
+            PrinterColumn("TTL", "string", ".spec.ttl"),
+            _AGE,
+        ),
     ),
     CRDKind(
         model=PodGangSet,

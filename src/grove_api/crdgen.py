@@ -22,7 +22,12 @@ from grove_api._schema import Schema, deep_merge, model_schema
 
 __all__ = ["crd_filename", "generate", "generate_crd", "main", "render", "write_crds"]
 
-_GENERATED = ("*grove.io_*.yaml", "grove.dynamo.ai_*.yaml", "scheduling.run.ai_*.yaml")
+_GENERATED = (
+    "*grove.io_*.yaml",
+    "grove.dynamo.ai_*.yaml",
+    "scheduling.run.ai_*.yaml",
+    "scheduling.koordinator.sh_*.yaml",
+)
 """File patterns of Grove CRDs in the output directory (stale ones are removed)."""
 
 

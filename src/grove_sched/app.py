@@ -2,9 +2,9 @@
 
 Why: the CLI, the end-to-end tests and the demo all need "a scheduler against this API server"; building it here
 once keeps them identical. Lifecycle (owned by the runtime `Manager`): health/metrics server → informers for
-pods, nodes, PodGangs, PriorityClasses, ClusterTopologyBindings and Queues (synced; their events already fill the
-queue) → leader election on the Lease → recovery of partially bound gangs → the scheduling loop and the PodGang
-status controller (and the Queue status writer).
+pods, nodes, PodGangs, PriorityClasses, ClusterTopologyBindings, Queues and Koordinator Reservations (synced; their
+events already fill the queue) → leader election on the Lease → recovery of partially bound gangs → the scheduling
+loop and the PodGang status controller (and the Queue status writer).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from grove_sched.postfilter import PostFilter
 from grove_sched.preemption import DeleteVictims, EvictVictims, PreemptionOptions, Preemptor, VictimRemover
 from grove_sched.queue import SchedulingQueue
 from grove_sched.recovery import RecoveryReport, recover
+from grove_sched.reservations import RESERVATIONS, ReservationEvents, Reservations
 from grove_sched.scheduler import Scheduler
 from grove_sched.source import GANG_INDEX, GangSource, gang_index
 from grove_sched.tenancy import QUEUES, QueueBook, QueueEvents, QueueGate, QueueMetrics, QueueStatusWriter
@@ -91,13 +92,15 @@ def build(
     topologies = informers.informer(CLUSTERTOPOLOGYBINDINGS)
     queues = informers.informer(QUEUES)
     informers.add_index(PODS, GANG_INDEX, gang_index)
+    reservation_informer = informers.informer(RESERVATIONS) if config.reservations else None
     metrics = SchedulerMetrics(registry)
-    recorder = EventRecorder(client, config.scheduler_name, clock=clock)
+    recorders = {name: EventRecorder(client, name, clock=clock) for name in config.scheduler_names}
+    recorder = recorders[config.scheduler_name]
     book = StatusBook()
     elector = config.lease.elector(client, clock) if config.leader_elect else None
     leading = elector.leading if elector is not None else unfenced
-    source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_name)
-    events = GangEvents(recorder)
+    source = GangSource(informers, SchedulerCache(config.assumed_ttl), config.scheduler_names)
+    events = GangEvents(recorder, recorders)
     pod_status = PodStatusWriter(client, clock)
     queue_book = QueueBook(config.default_queue)
     gate = QueueGate(queue_book)
@@ -128,13 +131,14 @@ def build(
         post_filter=post_filter,
         pod_status=pod_status,
         gate=gate,
+        reservations=Reservations(informers, client, clock, recorder) if config.reservations else None,
     )
     reconciler = PodGangStatusReconciler(
         client,
         book,
         lambda key: source.podgang(GangKey(key.namespace, key.name)),
         source.pods_of_podgang,
-        config.scheduler_name,
+        source.scheduler_name,
         clock,
         leading,
         config.status_settle,
@@ -155,6 +159,11 @@ def build(
     priorityclasses.add_handler(PriorityClassEvents(scheduler))
     topologies.add_handler(TopologyEvents(scheduler))
     queues.add_handler(QueueEvents(queue_book, scheduler.queue.move_all))
+    if reservation_informer is not None and scheduler.reservations is not None:
+        scheduler.reservations.wake = lambda key: scheduler.queue.add(key)
+        reservation_informer.add_handler(
+            ReservationEvents(scheduler.reservations, scheduler.queue.add, scheduler.queue.move_all)
+        )
     metrics_address = Address(config.metrics_host, config.metrics_port) if config.metrics_port is not None else None
     manager = Manager(
         client,

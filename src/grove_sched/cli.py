@@ -33,7 +33,13 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
     defaults = SchedulerConfig()
     parser = argparse.ArgumentParser(prog="grove-scheduler", description="CP-SAT gang scheduler for Grove PodGangs.")
     cmdline.add_kubeconfig_flag(parser)
-    parser.add_argument("--scheduler-name", default=defaults.scheduler_name, help="spec.schedulerName to serve")
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        default=None,
+        help=f"spec.schedulerName to serve; repeat to serve several (e.g. kai-scheduler, koord-scheduler) "
+        f"(default: {defaults.scheduler_name})",
+    )
     cmdline.add_listener_flags(
         parser,
         health=None,
@@ -84,12 +90,21 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         default=defaults.queue_status_interval,
         help="seconds between Queue status writes (only changed statuses are written)",
     )
+    parser.add_argument(
+        "--reservations",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.reservations,
+        help="place and honour Koordinator Reservations (scheduling.koordinator.sh/v1alpha1; needs their CRD)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     if args.queue_status_interval <= 0:
         parser.error("--queue-status-interval: must be > 0 seconds")
     if args.status_settle < 0:
         parser.error("--status-settle: must be >= 0 seconds")
+    names = tuple(dict.fromkeys(name.strip() for name in args.scheduler_name or [defaults.scheduler_name]))
+    if not all(names):
+        parser.error("--scheduler-name: must not be empty")
     levels = tuple(key.strip() for key in args.default_topology_levels.split(",") if key.strip())
     if len(set(levels)) != len(levels):
         parser.error("--default-topology-levels: a key appears twice")
@@ -97,7 +112,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
     separate = hasattr(args, "health")
     health: Address | None = args.health if separate else None
     return SchedulerConfig(
-        scheduler_name=args.scheduler_name,
+        scheduler_name=names[0],
+        extra_scheduler_names=names[1:],
         kubeconfig=args.kubeconfig,
         metrics_host=metrics.host if metrics is not None else defaults.metrics_host,
         metrics_port=metrics.port if metrics is not None else None,
@@ -113,6 +129,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         preemption_eviction=args.preemption_eviction,
         default_queue=args.default_queue,
         queue_status_interval=args.queue_status_interval,
+        reservations=args.reservations,
         log_level=args.log_level,
         placement=dataclasses.replace(defaults.placement, default_levels=levels),
     )

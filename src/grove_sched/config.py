@@ -20,6 +20,10 @@ class SchedulerConfig:
     """Everything `grove-scheduler` can be told; the defaults are the production ones."""
 
     scheduler_name: str = "grove-scheduler"
+    """The first `schedulerName` served: the Events' reporting component for gangs of no other served name."""
+    extra_scheduler_names: tuple[str, ...] = ()
+    """Further `schedulerName`s served by this process (`kai-scheduler`, `koord-scheduler` where those are not
+    installed), so workloads written for them run unchanged."""
     kubeconfig: str | None = None
     metrics_port: int | None = 8080
     metrics_host: str = "127.0.0.1"
@@ -44,9 +48,16 @@ class SchedulerConfig:
     placement: PlacementOptions = field(default_factory=PlacementOptions)
     preemption: bool = True
     """Preempt lower-priority whole gangs for an unschedulable gang (kube-scheduler's DefaultPreemption is on)."""
+    reservations: bool = True
+    """Place and honour Koordinator Reservations (needs their CRD, `crds/scheduling.koordinator.sh_reservations`)."""
     preemption_eviction: Literal["delete", "evict"] = "delete"
     """How victims are removed: graceful DELETE (as kube-scheduler), or the Eviction API (PodDisruptionBudgets)."""
     default_queue: str = "default-queue"
     """The queue of gangs without a `kai.scheduler/queue` label (KAI's default queue), once any Queue exists."""
     queue_status_interval: float = 2.0
     """Seconds between Queue status writes (only queues whose status changed are written)."""
+
+    @property
+    def scheduler_names(self) -> tuple[str, ...]:
+        """Every served `schedulerName`, the first one first, each once."""
+        return tuple(dict.fromkeys((self.scheduler_name, *self.extra_scheduler_names)))

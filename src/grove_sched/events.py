@@ -6,7 +6,12 @@ the preemptor and why, `Preempting` (Normal) on the preemptor's PodGang and pods
 (Normal) goes once per gang on its PodGang, naming every pod's node (`kubectl describe podgang` shows where the
 gang went; a pod shows its node in `spec.nodeName`), and on the pod itself for a pod that is a gang of its own,
 with kube-scheduler's message; `InvalidNodeResources` (Warning) on a Node the scheduler sets aside because it
-cannot account its allocatable. Recording is best effort (the runtime `EventRecorder` logs API failures).
+cannot account its allocatable; `GangTimeout` (Warning) on a gang not placed within its Koordinator
+`gang-timeout`. Recording is best effort (the runtime `EventRecorder` logs API failures).
+
+A scheduler serving several names (`--scheduler-name` repeated) reports each object's Events as the name it
+addressed (`reportingComponent` / `source.component`): a pod by its `schedulerName`, a PodGang by its
+`grove.io/scheduler-name` label; anything else as the first name.
 
 One `Scheduled` Event per gang, not per pod: every Event is an API write that every Event watcher decodes again;
 at one per pod they were the third write per bound pod after the bind and the kubelet's status, and dropping them
@@ -19,8 +24,11 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from grove_api.labels import LABEL_SCHEDULER_NAME
+
 __all__ = [
     "FAILED_SCHEDULING",
+    "GANG_TIMEOUT",
     "INVALID_NODE_RESOURCES",
     "PREEMPTED",
     "PREEMPTING",
@@ -31,6 +39,7 @@ __all__ = [
 ]
 
 FAILED_SCHEDULING = "FailedScheduling"
+GANG_TIMEOUT = "GangTimeout"
 PREEMPTED = "Preempted"
 PREEMPTING = "Preempting"
 SCHEDULED = "Scheduled"
@@ -58,10 +67,20 @@ def _typed(obj: Mapping[str, Any], kind: Mapping[str, str]) -> dict[str, Any]:
 
 
 class GangEvents:
-    """Records the scheduler's Events through an `EventSink`."""
+    """Records the scheduler's Events through an `EventSink` (`by_name`: one per served scheduler name)."""
 
-    def __init__(self, sink: EventSink) -> None:
+    def __init__(self, sink: EventSink, by_name: Mapping[str, EventSink] | None = None) -> None:
         self._sink = sink
+        self._by_name = dict(by_name or {})
+
+    def sink_for(self, obj: Mapping[str, Any] | None) -> EventSink:
+        """The recorder of the scheduler name `obj` addressed (a pod's `schedulerName`, a PodGang's label)."""
+        if obj is None or not self._by_name:
+            return self._sink
+        name = (obj.get("spec") or {}).get("schedulerName")
+        if name is None:
+            name = ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_SCHEDULER_NAME)
+        return self._by_name.get(str(name), self._sink)
 
     async def failed(
         self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], reasons: Iterable[str]
@@ -69,6 +88,12 @@ class GangEvents:
         """FailedScheduling on the PodGang and each pod, with every reason."""
         message = "; ".join(reasons) or "the gang could not be placed"
         await self._all(podgang, pods, FAILED_SCHEDULING, message, warning=True)
+
+    async def gang_timeout(
+        self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], message: str
+    ) -> None:
+        """GangTimeout on a gang's PodGang and pods: not placed within its gang-timeout."""
+        await self._all(podgang, pods, GANG_TIMEOUT, message, warning=True)
 
     async def preempted(
         self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], message: str
@@ -86,10 +111,13 @@ class GangEvents:
         self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], reason: str, message: str,
         *, warning: bool,
     ) -> None:  # fmt: skip
-        record = self._sink.warning if warning else self._sink.normal
-        calls = [record(_typed(p, _POD), reason, message) for p in pods]
+        def record(obj: Mapping[str, Any]) -> Any:
+            sink = self.sink_for(obj)
+            return (sink.warning if warning else sink.normal)(obj, reason, message)
+
+        calls = [record(_typed(p, _POD)) for p in pods]
         if podgang is not None:
-            calls.append(record(_typed(podgang, _PODGANG), reason, message))
+            calls.append(record(_typed(podgang, _PODGANG)))
         await asyncio.gather(*calls)
 
     async def node_set_aside(self, node: Mapping[str, Any], reason: str) -> None:
@@ -105,13 +133,17 @@ class GangEvents:
         if podgang is not None:
             meta = podgang.get("metadata") or {}
             gang = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-            await self._sink.normal(_typed(podgang, _PODGANG), SCHEDULED, assigned_message(gang, assignments))
+            await self.sink_for(podgang).normal(
+                _typed(podgang, _PODGANG), SCHEDULED, assigned_message(gang, assignments)
+            )
             return
         for name, node in sorted(assignments.items()):
             pod = pods.get(name)
             if pod is not None:
                 ns = (pod.get("metadata") or {}).get("namespace", "")
-                await self._sink.normal(_typed(pod, _POD), SCHEDULED, f"Successfully assigned {ns}/{name} to {node}")
+                await self.sink_for(pod).normal(
+                    _typed(pod, _POD), SCHEDULED, f"Successfully assigned {ns}/{name} to {node}"
+                )
 
 
 def assigned_message(gang: str, assignments: Mapping[str, str], limit: int = 1024) -> str:

@@ -38,10 +38,24 @@ __all__ = [
     "is_ours",
     "is_pending",
     "min_replicas",
+    "serves",
     "topology_keys",
 ]
 
 Obj = Mapping[str, Any]
+Names = str | Collection[str]
+"""The `schedulerName`s this scheduler serves: one name, or several (`grove-scheduler --scheduler-name` repeated)."""
+
+
+def serves(names: Names, value: object) -> bool:
+    """Whether `value` (a pod's `schedulerName`, a PodGang's scheduler label) is one of the served names."""
+    if isinstance(names, str):
+        return value == names
+    return isinstance(value, str) and value in names
+
+
+def _shown(names: Names) -> str:
+    return names if isinstance(names, str) else " or ".join(sorted(names))
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -60,7 +74,7 @@ class GangKey:
 class AssemblyContext:
     """What assembly needs from the rest of the scheduler, as plain values and lookups."""
 
-    scheduler_name: str
+    scheduler_name: Names
     node_label_keys: Collection[str]
     node_labels: Callable[[str], Mapping[str, str] | None]
     priority_of: Callable[[str], int | None] = field(default=lambda _name: None)
@@ -110,12 +124,13 @@ def gang_key_of_pod(pod: Obj) -> GangKey:
     return GangKey(namespace, str(meta.get("name", "")), single=True)
 
 
-def is_pending(pod: Obj, scheduler_name: str) -> bool:
-    """Whether we may place this pod now: ours, unbound, ungated, not terminating or finished."""
+def is_pending(pod: Obj, scheduler_name: Names) -> bool:
+    """Whether we may place this pod now: ours (its `schedulerName` is one we serve), unbound, ungated, not
+    terminating or finished."""
     spec = pod.get("spec") or {}
     meta = pod.get("metadata") or {}
     return (
-        spec.get("schedulerName") == scheduler_name
+        serves(scheduler_name, spec.get("schedulerName"))
         and not spec.get("nodeName")
         and not spec.get("schedulingGates")
         and not meta.get("deletionTimestamp")
@@ -123,12 +138,12 @@ def is_pending(pod: Obj, scheduler_name: str) -> bool:
     )
 
 
-def is_ours(podgang: Obj, pods: Mapping[str, Obj], scheduler_name: str) -> bool:
+def is_ours(podgang: Obj, pods: Mapping[str, Obj], scheduler_name: Names) -> bool:
     """Whether a PodGang is for this scheduler: its `grove.io/scheduler-name` label, else any member pod's name."""
     label = ((podgang.get("metadata") or {}).get("labels") or {}).get(LABEL_SCHEDULER_NAME)
     if label:
-        return bool(label == scheduler_name)
-    return any((pod.get("spec") or {}).get("schedulerName") == scheduler_name for pod in pods.values())
+        return serves(scheduler_name, label)
+    return any(serves(scheduler_name, (pod.get("spec") or {}).get("schedulerName")) for pod in pods.values())
 
 
 def min_replicas(group: Obj) -> int:
@@ -278,7 +293,7 @@ def _assemble(key: GangKey, podgang: Obj | None, pods: Mapping[str, Obj], ctx: A
     if podgang is None:
         return Waiting(key, "PodGang not found")
     if not is_ours(podgang, pods, ctx.scheduler_name):
-        return Waiting(key, f"PodGang is not for {ctx.scheduler_name}")
+        return Waiting(key, f"PodGang is not for {_shown(ctx.scheduler_name)}")
     spec = podgang.get("spec") or {}
     raw_groups = spec.get("podgroups") or []
     if not raw_groups:

@@ -3,7 +3,8 @@
 Why these: they answer the operational questions about a gang scheduler: how long does a ready gang wait until
 its last pod is bound (`gang_scheduling_duration_seconds`), how much of that is the solver (`solve_duration_seconds`)
 and the API (`bind_duration_seconds`), how attempts end (`schedule_attempts_total{result}`), how many gangs wait
-in each queue room (`pending_gangs{room}`), how good the placements are (`placement_score`), and what preemption
+in each queue room (`pending_gangs{room}`), which served `schedulerName` the attempts and binds were for (the
+`scheduler_name` label), how good the placements are (`placement_score`), and what preemption
 did (`preemption_attempts_total{result}`, victims and GPUs evicted, how long freed capacity stays reserved).
 """
 
@@ -43,8 +44,8 @@ class SchedulerMetrics:
         self.attempts = Counter(
             f"{prefix}_schedule_attempts_total",
             "Scheduling attempts by result (scheduled, unschedulable, unresolvable, invalid, queue, bind_failed, "
-            "error).",
-            ["result"],
+            "error, gang_timeout) and by the schedulerName the gang addressed.",
+            ["result", "scheduler_name"],
             registry=self.registry,
         )
         self.pending = Gauge(
@@ -67,7 +68,8 @@ class SchedulerMetrics:
         )
         self.pods_bound = Counter(
             f"{prefix}_pods_bound_total",
-            "Pods bound.",
+            "Pods bound, by the schedulerName they addressed.",
+            ["scheduler_name"],
             registry=self.registry,
         )
 

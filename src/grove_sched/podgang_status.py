@@ -33,7 +33,7 @@ from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.keys import ObjectKey, Result
 from grove_runtime.leaderelection import unfenced
 from grove_runtime.resources import ResourceType
-from grove_sched.gangs import is_ours, min_replicas
+from grove_sched.gangs import Names, is_ours, min_replicas
 
 __all__ = [
     "PODGANGS",
@@ -189,7 +189,7 @@ class PodGangStatusReconciler:
         book: StatusBook,
         get_podgang: Callable[[ObjectKey], Obj | None],
         pods_of: Callable[[Obj], Mapping[str, Obj]],
-        scheduler_name: str,
+        scheduler_name: Names,
         clock: Clock | None = None,
         leading: Callable[[], bool] = unfenced,
         settle: float = 1.0,

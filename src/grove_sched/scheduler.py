@@ -6,9 +6,12 @@ capacity the previous one took, but binding is I/O and may run concurrently. So 
 1. pop the best gang from the queue;
 2. assemble it through the `GangSource` (informer caches, assumed pods shown as bound);
 3. take the cache's immutable snapshot and `place` it (see "where the solver runs" below); capacity the
-   post-filter holds for another gang of higher or equal priority (a preemptor waiting for its victims) is
-   layered onto the snapshot first, so no other gang takes it;
-4. on an Unschedulable status, run the post-filter (where preemption lives; `grove_sched.postfilter`);
+   post-filter holds for another gang of higher or equal priority (a preemptor waiting for its victims) and the
+   capacity of Koordinator Reservations the gang does not own (`grove_sched.reservations`) are layered onto the
+   snapshot first, so no other gang takes it; a gang is placed on its own Reservations' nodes first, then in its
+   Koordinator `network-topology-zone`, then anywhere (`grove_sched.koordinator`);
+4. on an Unschedulable status, run the post-filter (where preemption lives; `grove_sched.postfilter`); a gang
+   past its Koordinator `gang-timeout` is then timed out instead (`grove_sched.koordinator.timeouts`);
 5. else `assume` the placement in the scheduler cache, so the next cycle already sees the capacity as used (what
    the post-filter held for this gang is released);
 6. spawn the binding cycle and go back to 1.
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -52,8 +55,10 @@ from grove_sched.binder import Binder, BindOutcome, BindPlan
 from grove_sched.cache import PodKey
 from grove_sched.events import GangEvents
 from grove_sched.gangs import GangKey, Malformed, ReadyGang, Waiting
+from grove_sched.koordinator import REASON_GANG_TIMEOUT, GangHints, GangTimeouts, gang_hints, place_preferring_zone
 from grove_sched.metrics import SchedulerMetrics
 from grove_sched.model import (
+    BoundPod,
     Code,
     GangRequest,
     Placement,
@@ -74,6 +79,7 @@ from grove_sched.podgang_status import (
 )
 from grove_sched.postfilter import NoPostFilter, PostFilter
 from grove_sched.queue import QueueClosed, SchedulingQueue
+from grove_sched.reservations import Reservations, is_reservation_key
 from grove_sched.source import GangSource
 from grove_sched.tenancy import QueueGate
 
@@ -121,6 +127,7 @@ class Scheduler:
         post_filter: PostFilter | None = None,
         pod_status: PodStatusWriter | None = None,
         gate: QueueGate | None = None,
+        reservations: Reservations | None = None,
     ) -> None:
         self.source = source
         self.cache = source.cache
@@ -135,11 +142,13 @@ class Scheduler:
         self.pod_status = pod_status
         self.gate = gate
         """Queues and fair share (`grove_sched.tenancy`): admission before placement; None without queues."""
+        self.reservations = reservations
         self._status_changed: Callable[[ObjectKey], None] = lambda _key: None
         self._ready_since: dict[GangKey, float] = {}
         self._last_reasons: dict[GangKey, tuple[str, ...]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._running = False
+        self.timeouts: GangTimeouts[GangKey] = GangTimeouts(self.clock, self._wake)
 
     def set_status_trigger(self, trigger: Callable[[ObjectKey], None]) -> None:
         """Called with a PodGang's key whenever its recorded verdict changes (the status controller's enqueue)."""
@@ -151,6 +160,7 @@ class Scheduler:
         self.post_filter.forget(key)
         if self.gate is not None:
             self.gate.forget(key)
+        self.timeouts.forget(key)
         self._ready_since.pop(key, None)
         self._last_reasons.pop(key, None)
         if not key.single:
@@ -201,12 +211,15 @@ class Scheduler:
                     raise
                 except Exception:
                     log.exception("scheduling cycle failed", gang=str(key))
-                    self.metrics.attempts.labels(result="error").inc()
+                    self._count(key, "error")
                     self.queue.done(key, Code.ERROR)
                 self._publish_pending()
             raise LeadershipLost("the renew deadline passed: no further scheduling cycles")
         finally:
             self._running = False
+            self.timeouts.close()
+            if self.reservations is not None:
+                self.reservations.close()
             self.queue.close()
             if not self.binder.leading():
                 for task in list(self._tasks):
@@ -222,31 +235,45 @@ class Scheduler:
         """One scheduling cycle for `key` (popped from the queue)."""
         now = self.clock.monotonic()
         self.cache.cleanup_expired(now)
+        if self.reservations is not None and is_reservation_key(key):
+            snapshot = self._snapshot_for(key, 0, self.reservations.all_holds())
+            self.queue.done(key, await self.reservations.schedule_one(key.name, snapshot, self.solver.solve))
+            return
         assembly, podgang = self.source.assemble(key)
         if isinstance(assembly, Waiting):
             log.debug("gang not ready", gang=str(key), reason=assembly.reason)
             self._ready_since.pop(key, None)
+            self.timeouts.forget(key)
             self.queue.done(key, Code.SUCCESS)  # nothing to do until the gang's pods or PodGang change
             return
         if isinstance(assembly, Malformed):
-            self.metrics.attempts.labels(result="invalid").inc()
+            self._count(key, "invalid", podgang)
             pods = list(self.source.pods_of(key, podgang).values())
             self._failed(
                 key, podgang, pods, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, assembly.reasons), REASON_INVALID
             )
             return
         self._ready_since.setdefault(key, now)
-        snapshot = self._snapshot_for(key, assembly.request.priority)
+        hints = gang_hints(podgang, assembly.pods.values())
+        if hints.problems:
+            log.warning("Koordinator annotation ignored", gang=str(key), problems=list(hints.problems))
+        held, reserved_nodes, owned = (
+            self.reservations.for_gang(assembly.pods.values(), hints.reservation_ref)
+            if self.reservations is not None
+            else ([], (), ())
+        )
+        snapshot = self._snapshot_for(key, assembly.request.priority, held)
         refused = self.gate.admit(assembly, podgang, snapshot) if self.gate is not None else None
         if refused is not None:  # unknown queue, or a queue limit: not placed, nothing preempted for it
-            self.metrics.attempts.labels(result="queue").inc()
+            self._count(key, "queue", podgang, assembly.pods)
             self._failed(key, podgang, list(assembly.pods.values()), refused, REASON_UNSCHEDULABLE)
             return
         start = self.clock.monotonic()
-        result = await self.solver.solve(snapshot, assembly.request)
+        result = await self._solve(snapshot, assembly.request, hints, reserved_nodes)
         self.metrics.solve_time.observe(self.clock.monotonic() - start)
         if isinstance(result, Placement) and result.assignments:
-            self._assume_and_bind(assembly, podgang, result)
+            self.timeouts.forget(key)
+            self._assume_and_bind(assembly, podgang, result, owned)
             return
         status = result.status if isinstance(result, Unschedulable) else Status(Code.UNSCHEDULABLE)
         if assembly.required_pods == 0:
@@ -255,17 +282,53 @@ class Scheduler:
             return
         if status.code is Code.UNSCHEDULABLE:
             status = await self.post_filter.post_filter(assembly, snapshot, status)
-        self.metrics.attempts.labels(result=_ATTEMPT.get(status.code, status.code.value.lower())).inc()
-        self._failed(key, podgang, list(assembly.pods.values()), status, REASON_UNSCHEDULABLE)
+        if self.timeouts.expired(key, hints.gang_timeout, now):
+            self._gang_timed_out(assembly, podgang, status, hints.gang_timeout or 0.0)
+            return
+        self._count(key, _ATTEMPT.get(status.code, status.code.value.lower()), podgang, assembly.pods)
+        reason = REASON_GANG_TIMEOUT if self.timeouts.timed_out(key) else REASON_UNSCHEDULABLE
+        self._failed(key, podgang, list(assembly.pods.values()), status, reason)
 
-    def _snapshot_for(self, key: GangKey, priority: int) -> Snapshot:
-        """The cycle's snapshot, with the capacity held for other gangs this one must not take."""
+    async def _solve(
+        self, snapshot: Snapshot, request: GangRequest, hints: GangHints, reserved: Sequence[str] = ()
+    ) -> PlacementResult:
+        """Place the gang: on the nodes of the Reservations it owns first, then inside its Koordinator
+        `network-topology-zone` (`grove_sched.koordinator.zone`), then anywhere."""
+        levels = request.topology_levels or self.solver.options.default_levels
+        return await place_preferring_zone(self.solver.solve, snapshot, request, hints.zone, levels, reserved)
+
+    def _gang_timed_out(self, gang: ReadyGang, podgang: Obj | None, status: Status, timeout: float) -> None:
+        """Koordinator's gang timeout (`grove_sched.koordinator.timeouts`): condition and Event `GangTimeout`,
+        the capacity held for the gang released, and a retry after backoff."""
+        key = gang.key
+        self.post_filter.forget(key)
+        message = f"the gang was not placed within its gang-timeout of {timeout:g}s"
+        if status.reasons:
+            message += ": " + status.message
+        self._count(key, "gang_timeout", podgang, gang.pods)
+        self._last_reasons[key] = (message,)
+        log.info("gang timed out", gang=str(key), timeout=timeout, reasons=list(status.reasons))
+        if not key.single:
+            okey = ObjectKey(key.namespace, key.name)
+            self.book.record(okey, ScheduledState(False, REASON_GANG_TIMEOUT, message))
+            self._status_changed(okey)
+        self.spawn(self.events.gang_timeout(podgang, gang.pods.values(), message))
+        self.queue.done(key, Code.ERROR)
+
+    def _wake(self, key: GangKey) -> None:
+        """A gang's timeout deadline passed: give it an attempt now, whatever room it waits in."""
+        if self._running:
+            self.queue.add(key, self.source.gang_priority(key))
+
+    def _snapshot_for(self, key: GangKey, priority: int, held: Sequence[BoundPod] = ()) -> Snapshot:
+        """The cycle's snapshot, with the capacity held for other gangs this one must not take (a preemptor's
+        nomination, a Reservation it does not own: `held`)."""
         snapshot = self.cache.snapshot()
-        reserved = self.post_filter.reserved(key, priority)
+        reserved = [*self.post_filter.reserved(key, priority), *held]
         if not reserved:
             return snapshot
         try:
-            return snapshot.with_assumed(list(reserved))
+            return snapshot.with_assumed(reserved)
         except KeyError:  # a reservation asks a resource no node offers any more: it holds nothing
             return snapshot
 
@@ -298,19 +361,25 @@ class Scheduler:
             return outcome
         self.cache.forget(PodKey(plan.namespace, pod) for pod in outcome.failed)
         self.cache.finish_binding((PodKey(plan.namespace, pod) for pod in outcome.bound), self.clock.monotonic())
-        self.metrics.pods_bound.inc(len(outcome.bound))
+        first = self.source.pod(plan.namespace, outcome.bound[0]) if outcome.bound else None
+        name = self.source.name_of(GangKey(plan.namespace, plan.gang), None, {"pod": first} if first else {})
+        self.metrics.pods_bound.labels(scheduler_name=name).inc(len(outcome.bound))
         return outcome
 
-    def _assume_and_bind(self, gang: ReadyGang, podgang: Obj | None, placement: Placement) -> None:
+    def _assume_and_bind(
+        self, gang: ReadyGang, podgang: Obj | None, placement: Placement, owned: Sequence[str] = ()
+    ) -> None:
         """Assume the placement and start its binding cycle (capacity held for the gang is no longer needed: its
         assumed pods now hold it)."""
         plan = self.assume(gang, placement)
         self.post_filter.forget(gang.key)
         if self.gate is not None:
             self.gate.forget(gang.key)
-        self.spawn(self._binding_cycle(gang, podgang, placement, plan))
+        self.spawn(self._binding_cycle(gang, podgang, placement, plan, owned))
 
-    async def _binding_cycle(self, gang: ReadyGang, podgang: Obj | None, placement: Placement, plan: BindPlan) -> None:
+    async def _binding_cycle(
+        self, gang: ReadyGang, podgang: Obj | None, placement: Placement, plan: BindPlan, owned: Sequence[str] = ()
+    ) -> None:
         key = gang.key
         start = self.clock.monotonic()
         try:
@@ -320,17 +389,19 @@ class Scheduler:
             return
         except Exception as exc:
             log.exception("binding cycle crashed", gang=str(key))
-            self.metrics.attempts.labels(result="error").inc()
+            self._count(key, "error", podgang, gang.pods)
             self._failed(key, podgang, list(gang.pods.values()), Status(Code.ERROR, (f"binding failed: {exc!r}",)))
             return
         now = self.clock.monotonic()
         self.metrics.bind_time.observe(now - start)
         if not outcome.ok:
-            self.metrics.attempts.labels(result="bind_failed").inc()
+            self._count(key, "bind_failed", podgang, gang.pods)
             self.metrics.rollbacks.labels(cause="bind").inc()
             self._failed(key, podgang, list(gang.pods.values()), Status(Code.ERROR, outcome.reasons))
             return
-        self.metrics.attempts.labels(result="scheduled").inc()
+        self._count(key, "scheduled", podgang, gang.pods)
+        if self.reservations is not None and owned:  # the Reservations the gang owns now hold its bound pods
+            self.reservations.allocate(owned, gang.pods, {p: plan.assignments[p] for p in outcome.bound})
         self.metrics.score.observe(placement.score)
         ready = self._ready_since.pop(key, None)
         if ready is not None:
@@ -381,6 +452,13 @@ class Scheduler:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _count(
+        self, key: GangKey, result: str, podgang: Obj | None = None, pods: Mapping[str, Obj] | None = None
+    ) -> None:
+        """One attempt, labelled with its result and the scheduler name the gang addressed."""
+        name = self.source.name_of(key, podgang, pods)
+        self.metrics.attempts.labels(result=result, scheduler_name=name).inc()
 
     def _publish_pending(self) -> None:
         self.metrics.set_pending({room.value: n for room, n in self.queue.counts().items()})

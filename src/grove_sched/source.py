@@ -15,12 +15,12 @@ import datetime as dt
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from grove_api.labels import LABEL_PODGANG
+from grove_api.labels import LABEL_PODGANG, LABEL_SCHEDULER_NAME
 from grove_runtime.cache import Cache
 from grove_runtime.keys import ObjectKey
 from grove_runtime.resources import PODS, PRIORITYCLASSES
 from grove_sched.cache import PodKey, SchedulerCache
-from grove_sched.gangs import Assembly, AssemblyContext, GangKey, assemble
+from grove_sched.gangs import Assembly, AssemblyContext, GangKey, Names, assemble, serves
 from grove_sched.podgang_status import PODGANGS
 from grove_sched.topology import CLUSTERTOPOLOGYBINDINGS, resolve_levels
 
@@ -61,10 +61,25 @@ class GangSource:
     """Gang reads over the shared informer cache (`informers`, with the `GANG_INDEX` pod index) and the
     scheduler cache (`cache`, for assumed pods and node labels)."""
 
-    def __init__(self, informers: Cache, cache: SchedulerCache, scheduler_name: str) -> None:
+    def __init__(self, informers: Cache, cache: SchedulerCache, scheduler_name: Names) -> None:
         self.informers = informers
         self.cache = cache
-        self.scheduler_name = scheduler_name
+        self.scheduler_name: Names = scheduler_name if isinstance(scheduler_name, str) else frozenset(scheduler_name)
+        self.primary_name = scheduler_name if isinstance(scheduler_name, str) else next(iter(scheduler_name))
+
+    def name_of(self, key: GangKey, podgang: Obj | None = None, pods: Mapping[str, Obj] | None = None) -> str:
+        """Which served `schedulerName` the gang addressed (its PodGang's scheduler label, else its pods'), for
+        Events and metrics; the first served name when none says."""
+        if podgang is None and not key.single:
+            podgang = self.podgang(key)
+        label = ((podgang or {}).get("metadata") or {}).get("labels", {}).get(LABEL_SCHEDULER_NAME)
+        if serves(self.scheduler_name, label):
+            return str(label)
+        for pod in (pods if pods is not None else self.pods_of(key, podgang)).values():
+            name = (pod.get("spec") or {}).get("schedulerName")
+            if serves(self.scheduler_name, name):
+                return str(name)
+        return self.primary_name
 
     def podgang(self, key: GangKey) -> Obj | None:
         """The PodGang of a (non-single) gang."""

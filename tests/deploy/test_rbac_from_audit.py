@@ -70,6 +70,8 @@ NOT_EXERCISED: dict[str, str] = {
     "ClusterRole grove-scheduler: patch queues/status.scheduling.run.ai":
         "Queue status is written once a Queue exists; this workload runs without queues (tests/grove_sched/e2e/"
         "test_queues*.py write it)",
+    "ClusterRole grove-scheduler: patch reservations/status.scheduling.koordinator.sh":
+        "a Koordinator Reservation's status (placed, used, expired); this workload makes none",
     "grove-initc: get pods.core in rbac-workload": _INITC_ROLE,
     "grove-initc: get pods/status.core in rbac-workload": _INITC_ROLE,
     "grove-initc: list pods/status.core in rbac-workload": _INITC_ROLE,

@@ -90,7 +90,7 @@ def test_write_crds_is_deterministic_and_prunes_stale_files(tmp_path: Path) -> N
     assert first == second
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(first)
     assert crdgen.main([str(tmp_path / "out")]) == 0
-    assert len(list((tmp_path / "out").glob("*.yaml"))) == 8
+    assert len(list((tmp_path / "out").glob("*.yaml"))) == 9
 
 
 @pytest.mark.parametrize(

@@ -128,13 +128,14 @@ class Preemptor:
         """Gangs of lower priority with bound pods in the snapshot, grouped by their `grove.io/podgang` label (a pod
         without one is a gang of its own). Left out: gangs with a pod still assumed (a binding in flight: evicting
         its bound pods could leave it partial), gangs already preempted for this preemptor, the preemptor itself,
-        and nominated gangs (their reserved pods are in the snapshot, not on nodes). One informer read per gang."""
+        and nominated gangs (their reserved pods are in the snapshot, not on nodes); a Reservation's hold (a pod
+        of no namespace, `grove_sched.reservations`) is never preempted. One informer read per gang."""
         skip = self.nominations.preempted(gang.key) | self.nominations.gangs() | {gang.key}
         pods: dict[GangKey, list[BoundPod]] = {}
         busy: set[GangKey] = set()
         for bound, alive in zip(snapshot.pods, snapshot.pod_alive, strict=True):
-            if not alive:
-                continue  # a departed row (snapshots keep them, marked, so deriving one is cheap)
+            if not alive or not bound.namespace:
+                continue  # a departed row (snapshots keep them, marked), or a Reservation's hold: never a victim
             label = bound.labels.get(LABEL_PODGANG)
             owner = GangKey(bound.namespace, label) if label else GangKey(bound.namespace, bound.name, single=True)
             if owner in skip:

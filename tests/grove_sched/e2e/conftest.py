@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from grove_runtime.client import Client, KubeClient
+from grove_runtime.clock import Clock
 from grove_runtime.resources import CRDS, PODS
 from grove_sched.app import SchedulerApp, build
 from grove_sched.config import SchedulerConfig
@@ -168,9 +169,11 @@ async def running_scheduler(
     client: Client | None = None,
     post_filter: PostFilter | None = None,
     victim_remover: VictimRemover | None = None,
+    clock: Clock | None = None,
     **overrides: Any,
 ) -> AsyncIterator[SchedulerApp]:
-    """Run the scheduler's manager as an asyncio task against the sim (metrics on a random port)."""
+    """Run the scheduler's manager as an asyncio task against the sim (metrics on a random port; `clock`: the
+    scheduler's clock, a `FakeClock` to move its timers)."""
     own: KubeClient | None = None
     if client is None:
         own = await KubeClient.from_kubeconfig(kubeconfig)
@@ -184,7 +187,7 @@ async def running_scheduler(
     }
     try:
         config = SchedulerConfig(**{**settings, **overrides})
-        app = build(config, client, post_filter=post_filter, victim_remover=victim_remover)
+        app = build(config, client, clock=clock, post_filter=post_filter, victim_remover=victim_remover)
     except BaseException:
         if own is not None:
             await own.close()

@@ -95,7 +95,7 @@ async def test_a_pod_asking_more_than_any_node_is_unresolvable_reported_and_park
 
         await eventually(parked)
         attempts = app.metrics.registry.get_sample_value(
-            "grove_scheduler_schedule_attempts_total", {"result": "unresolvable"}
+            "grove_scheduler_schedule_attempts_total", {"result": "unresolvable", "scheduler_name": "grove-scheduler"}
         )
         assert attempts == 1
         await make_gang(client, "after", {"w": (1, 1, 1)})

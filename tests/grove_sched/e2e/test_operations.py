@@ -73,7 +73,7 @@ async def test_metrics_are_served(cluster: SimCluster, client: KubeClient) -> No
             "grove_scheduler_gang_scheduling_duration_seconds_count",
             "grove_scheduler_solve_duration_seconds_count",
             "grove_scheduler_bind_duration_seconds_count",
-            'grove_scheduler_schedule_attempts_total{result="scheduled"}',
+            'grove_scheduler_schedule_attempts_total{result="scheduled",scheduler_name="grove-scheduler"}',
             "grove_scheduler_pending_gangs",
             "grove_scheduler_placement_score_count",
         ):

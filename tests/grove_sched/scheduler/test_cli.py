@@ -88,3 +88,22 @@ def test_preemption_flags() -> None:
     assert (config.preemption, config.preemption_eviction) == (False, "evict")
     with pytest.raises(SystemExit):
         parse_args(["--preemption-eviction", "drain"])
+
+
+def test_scheduler_name_repeats() -> None:
+    """`--scheduler-name` repeated serves every name once, the first one first (the default reporting name)."""
+    config = parse_args(
+        [
+            "--scheduler-name",
+            "grove-scheduler",
+            "--scheduler-name",
+            "kai-scheduler",
+            "--scheduler-name",
+            "kai-scheduler",
+        ]
+    )
+    assert config.scheduler_name == "grove-scheduler"
+    assert config.scheduler_names == ("grove-scheduler", "kai-scheduler")
+    assert parse_args([]).scheduler_names == ("grove-scheduler",)
+    with pytest.raises(SystemExit):
+        parse_args(["--scheduler-name", " "])

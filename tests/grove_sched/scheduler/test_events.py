@@ -71,3 +71,15 @@ def test_the_message_fits_an_event_and_says_what_it_left_out(assignments: dict[s
         assert message.endswith(f"and {len(nodes) - len(named)} more node(s)") or " more)" in message
     for pod in assignments:
         assert pod in message or "more" in message
+
+
+async def test_events_are_reported_as_the_scheduler_name_the_object_addressed() -> None:
+    """Serving several names: a kai-scheduler pod and PodGang get their Events from `kai-scheduler`, the rest
+    from the first name."""
+    grove, kai = Sink(), Sink()
+    events = GangEvents(grove, {"grove-scheduler": grove, "kai-scheduler": kai})
+    podgang = {"metadata": {"name": "g", "namespace": "ns", "labels": {"grove.io/scheduler-name": "kai-scheduler"}}}
+    kai_pod = {"metadata": {"name": "k", "namespace": "ns"}, "spec": {"schedulerName": "kai-scheduler"}}
+    await events.failed(podgang, [kai_pod, _pod("other")], ["no room"])
+    assert sorted(name for _, name, _, _ in kai.written) == ["g", "k"]
+    assert [name for _, name, _, _ in grove.written] == ["other"]
