@@ -15,13 +15,12 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
-from grove_sim.cluster import nodes_from_flags
-from grove_sim.server import SimOptions
-from grove_sim.testing import SimCluster, console_script
+from grove_sim import cli
+from grove_sim.overlay import overlay_env, overlay_flags
+from grove_sim.testing import SimCluster
 
 from ..conftest import KUBECTL
 from ..fixtures.net import fetch, free_port
@@ -40,18 +39,11 @@ LIMIT = 120.0
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimCluster]:
-    """RBAC on, TLS (kubectl sends its token only over HTTPS), the default scheduler for the Deployments' pods, and
-    the image grove:dev run from this environment's programs (found on PATH, as in the image)."""
-    options = SimOptions(
-        nodes=nodes_from_flags(4, 8, "block=2,rack=4"),
-        exec_images={"grove": console_script("grove-initc")},
-        ready_delay=0.2,
-        authorization_mode="RBAC",
-        tls=True,
-        default_scheduler=True,
-    )
+    """grove-sim set up for the sim overlay as `make demo` sets it up (``grove_sim.overlay``: RBAC, TLS, the image
+    grove:dev run from this environment's programs, found on PATH as in the image), on four nodes."""
+    options = cli.options(["--nodes", "4", "--topology", "block=2,rack=4", "--ready-delay", "0.2", *overlay_flags()])
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PATH", f"{Path(console_script('grove-initc')).parent}{os.pathsep}{os.environ['PATH']}")
+        patch.setenv("PATH", overlay_env(os.environ)["PATH"])
         with SimCluster(options) as cluster:
             yield cluster
 
