@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import gc
-import os
 import json
+import os
 import signal
 import subprocess
 import sys
