@@ -25,10 +25,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TypeVar
 
 from grove_sim.overlay import overlay_env, overlay_flags
 
@@ -43,6 +43,7 @@ READY_DELAY = 1.0
 METRICS_PORT = 8080
 """The local port of the documented `kubectl port-forward ... 8080:8080` (another free one when it is taken)."""
 PR_SET_PDEATHSIG = 1
+T = TypeVar("T")
 
 
 class Stopped(Exception):
@@ -122,7 +123,7 @@ class Cluster:
             raise SystemExit(f"kubectl {' '.join(args)} failed with {result.returncode}")
         return result.stdout
 
-    def log_line(self, name: str, accept: Any, timeout: float = 30.0) -> Any:
+    def log_line(self, name: str, accept: Callable[[str], T | None], timeout: float = 30.0) -> T:
         """The first non-None ``accept(line)`` over the lines of program ``name``'s log, waiting for it to appear."""
         log = self.workdir / f"{name}.log"
         deadline = time.monotonic() + timeout
@@ -238,12 +239,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def port_forward(cluster: Cluster, target: str, name: str) -> str:
+def port_forward(cluster: Cluster, target: str, name: str, port: int = METRICS_PORT) -> str:
     """`kubectl port-forward -n grove-system TARGET PORT:8080`, kept running until the demo stops; the local URL of
     the metrics. PORT is 8080 as documented unless something listens there already (then a free one, said so)."""
-    port = METRICS_PORT if _port_free(METRICS_PORT) else _free_port()
-    if port != METRICS_PORT:
-        print(f"(local port {METRICS_PORT} is taken; forwarding {port} instead)")
+    if not _port_free(port):
+        print(f"(local port {port} is taken; forwarding {(port := _free_port())} instead)")
     argv = ["kubectl", "port-forward", "-n", NAMESPACE, target, f"{port}:8080"]
     print(f"{DIM}$ {' '.join(argv)} &{RESET}", flush=True)
     cluster.start(name, argv)
@@ -277,5 +277,5 @@ def scheduler_metrics(cluster: Cluster) -> str:
         )
         pod = holder.rpartition("-")[0]
         print(f"(that replica is the standby; the Lease is held by {pod}, whose metrics follow)")
-        text = fetch(port_forward(cluster, f"pod/{pod}", "port-forward-leader"))
+        text = fetch(port_forward(cluster, f"pod/{pod}", "port-forward-leader", _free_port()))
     return text
