@@ -38,7 +38,7 @@ OVERLAY = ROOT / "deploy" / "overlays" / "sim"
 NAMESPACE = "grove-system"
 BOLD, DIM, RESET = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-READY_DELAY = 1.0
+READY_DELAY = 0.5
 """Seconds from a pod's start to Ready in the simulated cluster, so startup order is visible in the times."""
 METRICS_PORT = 8080
 """The local port of the documented `kubectl port-forward ... 8080:8080` (another free one when it is taken)."""
