@@ -42,7 +42,8 @@ HANDOVER_SLACK = 10.0
 """Seconds past the lease duration the takeover may come: the standby's retry period (2 s) to notice the last renewal
 and again to find the Lease expired, and the rest for a loaded 2-core machine (a guard, not a measurement)."""
 LIMIT = 120.0
-"""Seconds the Lease may take to pass over (15 s lease duration; a guard against hangs, not a measurement)."""
+"""Seconds a workload may take to run, or the burst to be bound across the handover (15 s lease duration): a guard
+against hangs, not a measurement."""
 
 
 @pytest.fixture(scope="module")
