@@ -26,7 +26,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
-	$(BIN)/mypy benchmarks examples/demo.py
+	$(BIN)/mypy benchmarks examples/demo.py examples/democluster.py
 
 imports: $(STAMP)
 	$(BIN)/lint-imports

@@ -1,23 +1,23 @@
 """`make demo`: a Grove system on the embedded simulated GPU cluster, driven only through the real kubectl.
 
-Starts `grove-sim` as a separate process (2 blocks x 4 racks x 8 nodes x 8 GPUs), then, when they are installed,
-`grove-operator` and `grove-scheduler` as separate processes too; installs the CRDs, applies a disaggregated
-inference PodCliqueSet, scales it, rolls a new image through it, shows a high-priority gang preempting a low one,
-and prints what happened. `--keep` leaves the cluster running until Ctrl-C so you can explore it with kubectl.
+Starts `grove-sim` as a separate process (2 blocks x 4 racks x 8 nodes x 8 GPUs) and installs Grove into it the way a
+user installs it, `kubectl apply -k deploy/overlays/sim`: grove-sim runs the Deployments' containers (grove-operator,
+grove-scheduler, two replicas each) as local processes. Then it applies a disaggregated inference PodCliqueSet,
+scales it, rolls a new image through it, starts cliques in order, shows a high-priority gang preempting a low one,
+reads the scheduler's log and metrics with the documented troubleshooting commands (`kubectl logs`, `kubectl
+port-forward svc/grove-scheduler-metrics`), and has invalid input refused. `--keep` leaves the cluster running until
+Ctrl-C so you can explore it with kubectl; `--direct` starts grove-operator and grove-scheduler as plain processes
+instead of installing them (development, benchmarks).
 
 It stops everything it started on the way out, whatever ends it: the end of the walkthrough, Ctrl-C, SIGTERM or
-SIGHUP at any step (`make` passes its own SIGTERM on), and even SIGKILL: each program runs in its own process group
-and is told by the kernel (PR_SET_PDEATHSIG) to stop when the demo dies. The clients (scheduler, operator) stop
-before the API server, so they release their leases at once instead of retrying a server that is gone.
+SIGHUP at any step (`make` passes its own SIGTERM on), and even SIGKILL (see examples/democluster.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
-import os
 import queue
 import random
 import shutil
@@ -27,145 +27,32 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import yaml
+from democluster import (
+    BOLD,
+    NAMESPACE,
+    RESET,
+    ROOT,
+    STOP_SIGNALS,
+    Cluster,
+    Stopped,
+    fetch,
+    install,
+    raise_stopped,
+    running_cluster,
+    scheduler_metrics,
+    start_directly,
+    step,
+)
 
 from grove_operator.initc.verify import order_violations, ready_since, startup_parents_of
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 RACK, BLOCK = "topology.kubernetes.io/rack", "topology.kubernetes.io/block"
-BOLD, DIM, RESET = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-READY_DELAY = 1.0
-"""Seconds from a pod's start to Ready in the simulated cluster, so startup order is visible in the times."""
-PR_SET_PDEATHSIG = 1
-
-
-class Stopped(Exception):
-    """The demo was told to stop (SIGTERM, SIGHUP or Ctrl-C)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_stopped(signum: int, _frame: FrameType | None) -> None:
-    raise Stopped(signum)
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the demo dies, however it dies (Linux; elsewhere a no-op)."""
-    parent = os.getppid()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # the demo died before the request took effect
-        os._exit(1)
-
-
-def step(title: str) -> None:
-    """Print a section header so the demo output reads like a walkthrough."""
-    print(f"\n{BOLD}==> {title}{RESET}", flush=True)
-
-
-class Cluster:
-    """The processes of one demo run and the kubectl environment that reaches them."""
-
-    def __init__(self, workdir: Path, *, show_paths: bool) -> None:
-        self.workdir = workdir
-        self.show_paths = show_paths
-        self.kubeconfig = workdir / "kubeconfig"
-        self.env = dict(os.environ, KUBECONFIG=str(self.kubeconfig), KUBECACHEDIR=str(workdir / "kubecache"))
-        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-
-    def start(self, name: str, argv: Sequence[str]) -> None:
-        """Start one program in its own process group, its output in a log file under the work directory."""
-        with (self.workdir / f"{name}.log").open("wb") as log:
-            proc = subprocess.Popen(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
-        self.procs.append((name, proc))
-        where = f", log: {log.name}" if self.show_paths else ""
-        print(f"{DIM}started {name} (pid {proc.pid}){where}{RESET}", flush=True)
-
-    def wait_for_kubeconfig(self, timeout: float = 60.0) -> None:
-        """grove-sim writes the kubeconfig only once it serves requests."""
-        deadline = time.monotonic() + timeout
-        while not self.kubeconfig.exists():
-            for name, proc in self.procs:
-                if proc.poll() is not None:
-                    raise SystemExit(f"{name} exited with {proc.returncode}; its log: {self.workdir / (name + '.log')}")
-            if time.monotonic() > deadline:
-                raise SystemExit("grove-sim did not become ready in time")
-            time.sleep(0.1)
-
-    def kubectl(self, *args: str, check: bool = True, quiet: bool = False, stdin: str | None = None) -> str:
-        """Run the real kubectl against the simulated cluster, echoing the command like a person would type it."""
-        if not quiet:
-            print(f"{DIM}$ kubectl {' '.join(args)}{RESET}", flush=True)
-        result = subprocess.run(
-            ["kubectl", *args], env=self.env, input=stdin, capture_output=True, text=True, check=False
-        )
-        if not quiet:
-            sys.stdout.write(result.stdout)
-            sys.stdout.write(result.stderr)
-        if check and result.returncode != 0:
-            raise SystemExit(f"kubectl {' '.join(args)} failed with {result.returncode}")
-        return result.stdout
-
-    def stop(self) -> None:
-        """Stop the clients, then the API server (SIGTERM to each process group, SIGKILL after 10 s): the demo
-        leaves nothing running. Further stop signals are ignored until every process is gone."""
-        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
-        try:
-            clients = [proc for name, proc in self.procs if name != "grove-sim"]
-            servers = [proc for name, proc in self.procs if name == "grove-sim"]
-            for group in (clients, servers):
-                for proc in group:
-                    if proc.poll() is None:
-                        with contextlib.suppress(ProcessLookupError):
-                            os.killpg(proc.pid, signal.SIGTERM)
-                for proc in group:
-                    try:
-                        proc.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        with contextlib.suppress(ProcessLookupError):
-                            os.killpg(proc.pid, signal.SIGKILL)
-                        proc.wait()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def running_cluster(workdir: Path, *, show_paths: bool) -> Iterator[Cluster]:
-    """A simulated cluster for the duration of the block."""
-    cluster = Cluster(workdir, show_paths=show_paths)
-    try:
-        cluster.start(
-            "grove-sim",
-            [
-                str(BIN / "grove-sim"),
-                *("up", "--kubeconfig", str(cluster.kubeconfig), "--port", "0"),
-                *("--nodes", "64", "--gpus-per-node", "8", "--topology", "block=2,rack=4"),
-                *("--ready-delay", str(READY_DELAY), "--exec-image", f"grove-initc={BIN / 'grove-initc'}"),
-            ],
-        )
-        cluster.wait_for_kubeconfig()
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def make_nodes_busy(cluster: Cluster) -> None:
@@ -335,14 +222,8 @@ def rolling_update(cluster: Cluster, pcs: str = "llm", timeout: float = 60.0) ->
             print(f"  {event['reason']:<22} {event['message']}")
 
 
-def report_solve_time(metrics_port: int) -> None:
+def report_solve_time(text: str) -> None:
     """Median-free summary from the scheduler's own Prometheus metrics: gangs placed and mean solve time."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
-            text = response.read().decode()
-    except OSError as exc:
-        print(f"(scheduler metrics unavailable: {exc})")
-        return
     values = {}
     for line in text.splitlines():
         if line.startswith(("grove_scheduler_solve_duration_seconds_", "grove_scheduler_pods_bound")):
@@ -353,20 +234,6 @@ def report_solve_time(metrics_port: int) -> None:
     if count:
         print(f"placements solved: {count:.0f}, mean solve time {1000 * total / count:.1f} ms")
     print(f"pods bound by grove-scheduler: {values.get('grove_scheduler_pods_bound_total', 0.0):.0f}")
-
-
-def listening_port(cluster: Cluster, name: str, timeout: float = 30.0) -> int:
-    """The port a program bound for `--metrics-bind-address 127.0.0.1:0`, from its "listening" log line."""
-    log = cluster.workdir / f"{name}.log"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for line in log.read_text(errors="replace").splitlines():
-            with contextlib.suppress(ValueError):
-                entry = json.loads(line)
-                if isinstance(entry, dict) and entry.get("event") == "listening" and "metrics" in entry["serves"]:
-                    return int(entry["port"])
-        time.sleep(0.1)
-    raise SystemExit(f"{name} did not report its metrics port")
 
 
 def startup_order(cluster: Cluster, timeout: float = 60.0) -> None:
@@ -410,28 +277,12 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
     cluster.kubectl("get", "nodes", "-l", f"{RACK}=rack-0", "-L", f"{BLOCK},{RACK},nvidia.com/gpu.product")
     make_nodes_busy(cluster)
 
-    step("Install the Grove CRDs (generated from grove_api), then start grove-operator and grove-scheduler")
-    cluster.kubectl("apply", "-f", str(ROOT / "crds"))
-    cluster.kubectl("create", "namespace", "grove-system")
-    loopback_any_port = "127.0.0.1:0"
-    cluster.start(
-        "grove-operator",
-        [
-            str(BIN / "grove-operator"),
-            *("--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", "grove-system"),
-            *("--health-probe-bind-address", loopback_any_port, "--metrics-bind-address", loopback_any_port),
-            *("--webhook-port", "0"),
-        ],
-    )
-    cluster.start(
-        "grove-scheduler",
-        [
-            str(BIN / "grove-scheduler"),
-            *("--kubeconfig", str(cluster.kubeconfig), "--lease-namespace", "grove-system"),
-            *("--metrics-bind-address", loopback_any_port),
-        ],
-    )
-    metrics_port = listening_port(cluster, "grove-scheduler")
+    if cluster.direct:
+        step("Install the Grove CRDs (generated from grove_api), then start grove-operator and grove-scheduler")
+        metrics_url = start_directly(cluster)
+    else:
+        step("Install Grove as a user does: kubectl apply -k deploy/overlays/sim (grove-sim runs its pods' programs)")
+        install(cluster)
 
     step("Apply the cluster topology and a disaggregated-inference PodCliqueSet (examples/)")
     cluster.kubectl("apply", "-f", str(ROOT / "examples" / "cluster-topology.yaml"))
@@ -456,8 +307,12 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
 
     preemption(cluster)
 
-    step("What the scheduler measured")
-    report_solve_time(metrics_port)
+    if cluster.direct:
+        step("What the scheduler measured")
+        report_solve_time(fetch(metrics_url))
+    else:
+        step("Troubleshooting as documented: the scheduler's log, its grove_* metrics through kubectl port-forward")
+        report_solve_time(scheduler_metrics(cluster))
 
     step("Invalid input is refused with a Status that names the field")
     cluster.kubectl("apply", "-f", "-", check=False, stdin=BROKEN_PCS)
@@ -467,7 +322,10 @@ def walkthrough(cluster: Cluster, keep: bool) -> None:
         step("Explore it yourself")
         print(f"export KUBECONFIG={cluster.kubeconfig}")
         print("kubectl get grove; kubectl get pods -o wide; kubectl describe pg llm-0; kubectl get events")
-        print(f"logs: {cluster.workdir}/grove-{{sim,operator,scheduler}}.log")
+        if cluster.direct:
+            print(f"logs: {cluster.workdir}/grove-{{sim,operator,scheduler}}.log")
+        else:
+            print(f"kubectl logs -n {NAMESPACE} deployment/grove-scheduler; grove-sim: {cluster.workdir}/grove-sim.log")
         print("\nThe cluster keeps running; press Ctrl-C to stop it.", flush=True)
         signal.pause()
     else:
@@ -566,14 +424,14 @@ BROKEN_PCS = (
 )
 
 
-def run(keep: bool) -> None:
+def run(keep: bool, direct: bool) -> None:
     """Run the walkthrough; the work directory (kubeconfig, logs) is shown and kept only with --keep or on failure."""
     if shutil.which("kubectl") is None:
         raise SystemExit("kubectl is not on PATH (make demo installs it; or apt-get install kubernetes-client)")
     workdir = Path(tempfile.mkdtemp(prefix="grove-demo-"))
     failed = True
     try:
-        with running_cluster(workdir, show_paths=keep) as cluster:
+        with running_cluster(workdir, show_paths=keep, direct=direct) as cluster:
             walkthrough(cluster, keep)
         failed = False
     except Stopped:
@@ -587,14 +445,19 @@ def run(keep: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point for `make demo` (`python examples/demo.py [--keep]`)."""
+    """Entry point for `make demo` (`python examples/demo.py [--keep] [--direct]`)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep", action="store_true", help="keep the cluster running until Ctrl-C")
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="start grove-operator and grove-scheduler as processes instead of installing them with kubectl apply -k",
+    )
     args = parser.parse_args(argv)
     for sig in STOP_SIGNALS:
-        signal.signal(sig, _raise_stopped)
+        signal.signal(sig, raise_stopped)
     try:
-        run(keep=args.keep)
+        run(keep=args.keep, direct=args.direct)
     except Stopped as stop:
         print(f"\nstopped ({stop}); every process the demo started has stopped", flush=True)
         return 0 if args.keep and stop.signum == signal.SIGINT else 128 + stop.signum

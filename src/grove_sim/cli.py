@@ -11,6 +11,7 @@ import asyncio
 import gc
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from grove_sim.cluster import ClusterShapeError, nodes_from_file, nodes_from_fla
 from grove_sim.http.fault_config import FaultConfig, parse_faults
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
-__all__ = ["build_parser", "main", "tune_gc"]
+__all__ = ["build_parser", "main", "options", "options_from_args", "tune_gc"]
 
 GC_THRESHOLD = (50_000, 20, 10)
 """Collector thresholds for a process that owns a large store (CPython's default is 700, 10, 10)."""
@@ -156,20 +157,15 @@ async def _serve(args: argparse.Namespace, options: SimOptions) -> None:
         await server.stop()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``grove-sim`` console script."""
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        nodes = []
-        if args.cluster is not None:
-            nodes = nodes_from_file(args.cluster)
-        if args.nodes:
-            nodes += nodes_from_flags(args.nodes, args.gpus_per_node, args.topology)
-    except (ClusterShapeError, OSError) as exc:
-        print(f"grove-sim: {exc}", file=sys.stderr)
-        return 2
-    options = SimOptions(
+def options_from_args(args: argparse.Namespace) -> SimOptions:
+    """The ``SimOptions`` of parsed ``grove-sim up`` arguments; raises ClusterShapeError or OSError for a bad
+    cluster shape."""
+    nodes = []
+    if args.cluster is not None:
+        nodes = nodes_from_file(args.cluster)
+    if args.nodes:
+        nodes += nodes_from_flags(args.nodes, args.gpus_per_node, args.topology)
+    return SimOptions(
         nodes=nodes,
         ready_delay=args.ready_delay,
         delete_delay=args.delete_delay,
@@ -184,7 +180,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         hpa_controller=args.hpa_controller,
         hpa_sync_period=args.hpa_sync_period,
     )
-    asyncio.run(_serve(args, options))
+
+
+def options(flags: Sequence[str]) -> SimOptions:
+    """The ``SimOptions`` that ``grove-sim up FLAGS`` would run with, so an embedded server (``SimCluster``) and a
+    ``grove-sim`` process are set up by the same flags."""
+    return options_from_args(build_parser().parse_args(["up", "--kubeconfig", os.devnull, *flags]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``grove-sim`` console script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        sim_options = options_from_args(args)
+    except (ClusterShapeError, OSError) as exc:
+        print(f"grove-sim: {exc}", file=sys.stderr)
+        return 2
+    asyncio.run(_serve(args, sim_options))
     return 0
 
 

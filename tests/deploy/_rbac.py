@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 Obj = dict[str, Any]
 
@@ -117,6 +118,22 @@ def audited(path: Path, user: str) -> tuple[set[Request], set[str]]:
             Request(event["verb"], ref.get("apiGroup") or "", resource, ref.get("namespace") or "", ref.get("name", ""))
         )
     return requests, others
+
+
+def unselected_reads(path: Path, user: str, resource: str, selector: str) -> list[str]:
+    """The list and watch requests of ``user`` for ``resource`` (core group) whose label selector is not
+    ``selector``: RBAC cannot narrow a list by label, so only the program keeps itself from reading the rest."""
+    found = []
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        if event["user"]["username"] != user or event["verb"] not in ("list", "watch") or ref.get("apiGroup"):
+            continue
+        if ref.get("resource") == resource and parse_qs(urlsplit(event["requestURI"]).query).get("labelSelector") != [
+            selector
+        ]:
+            found.append(event["requestURI"])
+    return found
 
 
 def denied(requests: Iterable[Request], grants: list[Grant]) -> list[str]:

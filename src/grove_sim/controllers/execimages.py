@@ -16,6 +16,9 @@ and arguments are expanded from the environment as a kubelet does. Its environme
   credentials), or no credentials at all;
 - ``GROVE_SIM_POD_INFO_DIR``: a temp dir holding one sub-directory per downward-API or Secret volume of the pod,
   with the volume's files materialised (e.g. ``<dir>/podinfo/labels``);
+- ``TMPDIR`` (unless the container sets it): its ``/tmp``, the volume mounted there or a directory of its own, so
+  what the program leaves in its temp directory (a client's CA file, when SIGKILL ends it) goes with the container
+  instead of piling up in grove-sim's temp directory;
 - ``GROVE_SIM_MOUNT_<VOLUME>`` (volume name upper-cased, ``-`` and ``.`` as ``_``): the local directory that stands
   in for that volume's ``mountPath``, and ``GROVE_SIM_MOUNTS``: a JSON map ``{mountPath: local dir}``.
 
@@ -299,6 +302,11 @@ def _environment(pod: Mapping[str, Any], container: Mapping[str, Any], runtime: 
     return env
 
 
+def _made(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 async def start_container(
     argv: list[str],
     pod: Mapping[str, Any],
@@ -322,6 +330,8 @@ async def start_container(
             if local is not None:
                 env[f"GROVE_SIM_MOUNT_{_volume_name(str(mount.get('name')))}"] = str(local)
                 mounts[str(mount.get("mountPath"))] = str(local)
+        if not any(entry.get("name") == "TMPDIR" for entry in container.get("env") or []):
+            env["TMPDIR"] = mounts.get("/tmp") or str(_made(root / "tmp"))
         namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
         kubeconfig = root / "kubeconfig"
         document = kubeconfig_document(

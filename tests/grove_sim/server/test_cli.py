@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grove_sim.cli import GC_THRESHOLD, build_parser, tune_gc
+from grove_sim.cli import GC_THRESHOLD, build_parser, options, tune_gc
+from grove_sim.overlay import IMAGE, overlay_env, overlay_flags, programs_dir
 
 
 def test_up_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -115,3 +117,13 @@ def test_exec_image_takes_a_prefix_with_or_without_a_command_and_tls_is_a_flag(t
     for bad in ("=cmd", "prefix=", "prefix=  "):
         with pytest.raises(SystemExit):
             parser.parse_args(["up", "--kubeconfig", str(tmp_path / "kc"), "--exec-image", bad])
+
+
+def test_options_for_the_sim_overlay_are_what_grove_sim_up_runs_with() -> None:
+    """The flags `make demo` passes to `grove-sim up` for deploy/overlays/sim give an embedded server the same setup:
+    RBAC, TLS, the default scheduler, the image grove mapped to grove-initc, and the programs first on PATH."""
+    sim = options(["--nodes", "2", *overlay_flags()])
+    assert (sim.authorization_mode, sim.tls, sim.default_scheduler) == ("RBAC", True, True)
+    assert sim.exec_images == {IMAGE: str(programs_dir() / "grove-initc")}
+    assert len(sim.nodes) == 2
+    assert overlay_env({"PATH": "/usr/bin"})["PATH"].split(os.pathsep) == [str(programs_dir()), "/usr/bin"]

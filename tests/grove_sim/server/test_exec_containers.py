@@ -128,8 +128,8 @@ async def test_process_environment_and_kubeconfig(
     sim: SimCluster, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:
     """HOSTNAME is the pod's name, POD_IP its IP, the API server is named in KUBERNETES_SERVICE_HOST/PORT, the
-    downward API resolves, $(VAR) in the arguments expands, and KUBECONFIG carries the pod's service-account token
-    (never the administrator's)."""
+    downward API resolves, $(VAR) in the arguments expands, KUBECONFIG carries the pod's service-account token
+    (never the administrator's), and TMPDIR is a directory of the container's own (removed with it)."""
     env = [
         {"name": "OUT", "value": str(tmp_path)},
         {"name": "MY_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
@@ -157,6 +157,7 @@ async def test_process_environment_and_kubeconfig(
     assert token == sim.call(lambda s: s.tokens.token_for(namespace, "default"))
     assert sim.call(lambda s: s.user_of(token)) == f"system:serviceaccount:{namespace}:default"
     assert kubeconfig["clusters"][0]["cluster"]["server"] == sim.url
+    assert Path(seen["TMPDIR"]) == Path(seen["KUBECONFIG"]).parent / "tmp", "a temp directory of the container's own"
 
 
 async def test_env_from_configmap_and_secret_keys_waits_for_them(
