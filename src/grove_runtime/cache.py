@@ -52,11 +52,13 @@ class Cache:
         label_selector: str | None = None,
         field_selector: str | None = None,
         transform: Callable[[Obj], Obj] | None = None,
+        optional: bool = False,
     ) -> Informer:
         """The shared informer for these parameters (created, and started if the cache runs, on first use).
 
         ``transform`` (see :class:`Informer`) applies from creation on; a later call asking for the same informer
-        with a different one is an error, since the objects it has stored were shaped by the first.
+        with a different one is an error, since the objects it has stored were shaped by the first. ``optional``:
+        the kind's CRD may be missing (a 404 is an empty list, retried; see :class:`Informer`).
         """
         key: _InformerKey = (rt, namespace, label_selector, field_selector)
         inf = self._informers.get(key)
@@ -69,6 +71,7 @@ class Cache:
                 field_selector=field_selector,
                 clock=self._clock,
                 transform=transform,
+                optional=optional,
                 **self._options,
             )
             self._informers[key] = inf

@@ -10,6 +10,10 @@ Lifecycle of :meth:`Informer.run` (runs until cancelled, never raises for API tr
 3. A clean end of stream re-watches from the last resourceVersion. 410 Gone re-lists at once. Any other error
    (connection loss, 5xx, malformed stream) backs off exponentially and re-lists.
 
+An *optional* informer is for a kind whose CRD a cluster may not have (another scheduler's Queues or
+Reservations): a 404 on its list counts as an empty, synced list (so the program starts and works without it),
+and the list is retried every ``absent_retry`` seconds, so a CRD installed later is picked up without a restart.
+
 Objects are the dicts parsed from the wire (after the optional ``transform``, client-go's ``SetTransform``, which
 may drop fields the process never reads before they are stored) and are shared, not copied, with the store and
 every handler: handlers must not mutate them. Odd events (no name, unknown type, non-dict object) are skipped;
@@ -83,8 +87,14 @@ class Informer:
         watch_timeout: tuple[int, int] = (300, 600),
         backoff: tuple[float, float] = (0.2, 30.0),
         transform: Callable[[Obj], Obj] | None = None,
+        optional: bool = False,
+        absent_retry: float = 30.0,
     ) -> None:
         self.client = client
+        self.optional = optional
+        self.absent_retry = absent_retry
+        self.absent = False
+        """An optional informer whose resource the server does not serve (its last list was a 404)."""
         self.transform = transform
         self.resource = rt
         self.namespace = namespace
@@ -131,6 +141,14 @@ class Informer:
                     need_list = False
                 await self._watch()
                 failures = 0
+            except errors.NotFound as exc:
+                if not self.optional:
+                    need_list = True
+                    failures = await self._back_off(failures, exc)
+                    continue
+                self._not_served()
+                need_list = True
+                await self._clock.sleep(self.absent_retry)
             except errors.Gone as exc:
                 if need_list:  # the list itself expired (e.g. a stale continue token): back off like any error
                     failures = await self._back_off(failures, exc)
@@ -142,6 +160,16 @@ class Informer:
             except Exception as exc:
                 need_list = True
                 failures = await self._back_off(failures, exc)
+
+    def _not_served(self) -> None:
+        """The resource is not served (its CRD is not installed, or was deleted): the store is empty and synced."""
+        if not self.absent:
+            log.info("resource not served; treated as empty", resource=str(self.resource), retry=self.absent_retry)
+        self.absent = True
+        self.resource_version = ""
+        for obj in self.store.replace([]):
+            self._dispatch_delete(obj)
+        self._synced.set()
 
     async def _back_off(self, failures: int, exc: Exception) -> int:
         failures += 1
@@ -164,6 +192,9 @@ class Informer:
         previous = self.store.snapshot()
         gone = self.store.replace(items)
         self.resource_version = _rv(result)
+        if self.absent:
+            log.info("resource served now", resource=str(self.resource))
+            self.absent = False
         for obj in items:
             old = previous.get(ObjectKey.of(obj))
             if old is None:

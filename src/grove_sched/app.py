@@ -89,10 +89,11 @@ def build(
     nodes = informers.informer(NODES)
     podgangs = informers.informer(PODGANGS)
     priorityclasses = informers.informer(PRIORITYCLASSES)
-    topologies = informers.informer(CLUSTERTOPOLOGYBINDINGS)
-    queues = informers.informer(QUEUES)
+    # Kinds whose CRDs a cluster may lack (next to upstream Grove, without KAI or Koordinator): empty until served.
+    topologies = informers.informer(CLUSTERTOPOLOGYBINDINGS, optional=True)
+    queues = informers.informer(QUEUES, optional=True)
     informers.add_index(PODS, GANG_INDEX, gang_index)
-    reservation_informer = informers.informer(RESERVATIONS) if config.reservations else None
+    reservation_informer = informers.informer(RESERVATIONS, optional=True) if config.reservations else None
     metrics = SchedulerMetrics(registry)
     recorders = {name: EventRecorder(client, name, clock=clock) for name in config.scheduler_names}
     recorder = recorders[config.scheduler_name]

@@ -94,7 +94,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         "--reservations",
         action=argparse.BooleanOptionalAction,
         default=defaults.reservations,
-        help="place and honour Koordinator Reservations (scheduling.koordinator.sh/v1alpha1; needs their CRD)",
+        help="place and honour Koordinator Reservations (scheduling.koordinator.sh/v1alpha1)",
     )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)

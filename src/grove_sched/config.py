@@ -49,7 +49,8 @@ class SchedulerConfig:
     preemption: bool = True
     """Preempt lower-priority whole gangs for an unschedulable gang (kube-scheduler's DefaultPreemption is on)."""
     reservations: bool = True
-    """Place and honour Koordinator Reservations (needs their CRD, `crds/scheduling.koordinator.sh_reservations`)."""
+    """Place and honour Koordinator Reservations (`crds/scheduling.koordinator.sh_reservations`; without the CRD
+    there are none)."""
     preemption_eviction: Literal["delete", "evict"] = "delete"
     """How victims are removed: graceful DELETE (as kube-scheduler), or the Eviction API (PodDisruptionBudgets)."""
     default_queue: str = "default-queue"

@@ -7,9 +7,11 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from grove_runtime import errors
 from grove_runtime.client import KubeClient
@@ -18,11 +20,14 @@ from grove_runtime.events import EventRecorder
 from grove_runtime.informer import Informer, running
 from grove_runtime.keys import ObjectKey, Result
 from grove_runtime.leaderelection import LeaderElector
-from grove_runtime.resources import EVENTS, LEASES, NAMESPACES, NODES, PODS
+from grove_runtime.resources import CRDS, EVENTS, LEASES, NAMESPACES, NODES, PODS
+from grove_sched.tenancy import QUEUES
 from grove_sim.server import SimOptions
 from grove_sim.testing import SimCluster
 
 from .helpers import Recorder, eventually
+
+QUEUE_CRD = Path(__file__).resolve().parents[2] / "crds" / "scheduling.run.ai_queues.yaml"
 
 
 def pod(name: str, ns: str, **labels: str) -> dict[str, Any]:
@@ -232,3 +237,24 @@ async def test_label_selected_list_and_informer(client: KubeClient, ns: str) -> 
         assert [k.name for k in informer.store.snapshot()] == ["in"]
         await client.patch(PODS, "in", {"metadata": {"labels": {"team": "c"}}}, ns)
         await eventually(lambda: len(informer.store) == 0)
+
+
+async def test_optional_informer_starts_without_its_crd_and_picks_it_up_later(client: KubeClient) -> None:
+    """An optional informer (a kind from another scheduler's CRD, such as KAI's Queue) is synced and empty while
+    the cluster does not serve the kind, so a program starts without it; once the CRD is installed the next retry
+    lists it, and when the CRD goes its objects are reported deleted (the next list is a 404 again). A required
+    informer would never sync, and a program waiting for its caches would never start."""
+    crd = yaml.safe_load(QUEUE_CRD.read_text())
+    inf = Informer(client, QUEUES, optional=True, absent_retry=0.1)
+    seen = Recorder()
+    inf.add_handler(seen)
+    async with running(inf):
+        assert inf.absent
+        assert inf.store.list() == []
+        await client.create(CRDS, crd)
+        queue = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "team-a"}, "spec": {}}
+        await eventually(lambda: not inf.absent)
+        await client.create(QUEUES, queue)
+        await eventually(lambda: [o["metadata"]["name"] for o in inf.store.list()] == ["team-a"])
+        await client.delete(CRDS, crd["metadata"]["name"])
+        await eventually(lambda: inf.store.list() == [] and ("delete", "team-a") in seen.events)

@@ -1,22 +1,29 @@
 """KAI-style workloads on grove-sim with grove-operator and grove-scheduler as processes, driven by kubectl: the
 KAI guide's disaggregated PodCliqueSet (schedulerName kai-scheduler, `kai.scheduler/queue: default-queue`, block
-and rack constraints) applied unchanged next to KAI's default queues: every gang placed, the constraints held, the
-queue's status and `kubectl get queues` showing what it holds."""
+and rack constraints) applied unchanged next to KAI's default queues to one grove-scheduler serving
+`grove-scheduler` and `kai-scheduler`: every gang placed, the constraints held, Events and metrics naming
+`kai-scheduler`, the queue's status and `kubectl get queues` showing what it holds."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import NODES, PODS
 from grove_sched.podgang_status import PODGANGS
 from grove_sim.testing import SimCluster
 
+from ...fixtures.net import fetch, free_port
 from ...programs._proc import clean_env, running
 from .conftest import ROOT, eventually
+
+pytestmark = pytest.mark.slow
 
 Obj = dict[str, Any]
 KUBECTL = "/usr/bin/kubectl"
@@ -33,6 +40,7 @@ async def test_kai_disaggregated_example_runs_unchanged_with_default_queue(
 ) -> None:
     env = clean_env(tmp_path, KUBECONFIG=cluster.kubeconfig)
     kube_env = {**env, "KUBECACHEDIR": str(tmp_path / "cache")}
+    port = free_port()
     kubectl(kube_env, "apply", "-f", str(ROOT / "examples" / "cluster-topology.yaml"))
     kubectl(kube_env, "apply", "-f", str(KAI / "queues.yaml"))
     async with (
@@ -40,7 +48,9 @@ async def test_kai_disaggregated_example_runs_unchanged_with_default_queue(
         running(
             "grove-scheduler",
             "--no-leader-elect",
-            "--metrics-bind-address=0",
+            f"--metrics-bind-address=127.0.0.1:{port}",
+            "--scheduler-name",
+            "grove-scheduler",
             "--scheduler-name",
             "kai-scheduler",
             "--queue-status-interval",
@@ -75,6 +85,12 @@ async def test_kai_disaggregated_example_runs_unchanged_with_default_queue(
             text = kubectl(kube_env, "get", "queues")
             line = next((row for row in text.splitlines() if row.startswith("default-queue ")), "")
             return text if "20" in line.split() else None  # 2 x 4 (prefill) + 2 x (2 + 2 x 2) (decode)
+
+        assert {p["spec"]["schedulerName"] for p in pods} == {"kai-scheduler"}
+        events = json.loads(kubectl(kube_env, "get", "events", "-o", "json", "--field-selector", "reason=Scheduled"))
+        assert {e["source"]["component"] for e in events["items"]} == {"kai-scheduler"}
+        text = await asyncio.to_thread(fetch, f"http://127.0.0.1:{port}/metrics")
+        assert 'grove_scheduler_pods_bound_total{scheduler_name="kai-scheduler"} 9.0' in text
 
         printed = await eventually(queue_holds, limit=30)
         assert "GPU-ALLOCATED" in printed
