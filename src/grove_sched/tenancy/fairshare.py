@@ -7,9 +7,11 @@ children of a queue share what their parent got):
    at the queue's `limit` (a hard cap, so a queue's share never exceeds it);
 2. **quota**: each queue first gets min(quota, demand) (quota -1: its whole demand); when the siblings' quotas
    together exceed what they share (over-committed quotas), each gets the same fraction of its quota;
-3. **over quota**: what is left goes to the queues still asking more, in proportion to `overQuotaWeight`, by water
-   filling: a queue whose weighted portion exceeds what it still asks takes only that, and the rest is divided
-   again among the others; queues of weight 0 share (equally) only what no weighted queue wants.
+3. **over quota**: what is left goes to the queues still asking more, highest `priority` first (siblings of a
+   higher priority are served whole before a lower one gets anything, as KAI orders over-quota division), and
+   within one priority in proportion to `overQuotaWeight`, by water filling: a queue whose weighted portion exceeds
+   what it still asks takes only that, and the rest is divided again among the others; queues of weight 0 share
+   (equally) only what no weighted queue wants.
 
 The result is exact (floats), never above a queue's demand or limit, and the siblings' shares never sum above what
 they divide. Pure: no I/O, no clock.
@@ -97,16 +99,24 @@ def water_fill(amount: float, wants: Mapping[str, float], weights: Mapping[str, 
 
 
 def _divide(capacity: float, names: Iterable[str], quota: Mapping[str, float], want: Mapping[str, float],
-            weight: Mapping[str, float]) -> dict[str, float]:  # fmt: skip
-    """One resource among siblings: quotas first (scaled down when over-committed), then water filling."""
+            weight: Mapping[str, float], priority: Mapping[str, int]) -> dict[str, float]:  # fmt: skip
+    """One resource among siblings: quotas first (scaled down when over-committed), then water filling, one
+    priority level at a time, highest first."""
     names = list(names)
     guaranteed = {n: min(want[n], want[n] if quota[n] < 0 else quota[n]) for n in names}
     total = sum(guaranteed.values())
     if total > capacity:
         scale = capacity / total if total > 0 else 0.0
         return {n: guaranteed[n] * scale for n in names}
-    rest = water_fill(capacity - total, {n: want[n] - guaranteed[n] for n in names}, weight)
-    return {n: guaranteed[n] + rest[n] for n in names}
+    out = dict(guaranteed)
+    left = capacity - total
+    for level in sorted({priority[n] for n in names}, reverse=True):
+        tier = [n for n in names if priority[n] == level]
+        rest = water_fill(left, {n: want[n] - guaranteed[n] for n in tier}, weight)
+        for n in tier:
+            out[n] += rest[n]
+            left -= rest[n]
+    return out
 
 
 def fair_shares(queues: Mapping[str, QueueSpec], demand: Mapping[str, Vector], capacity: Vector) -> dict[str, Vector]:
@@ -128,6 +138,7 @@ def fair_shares(queues: Mapping[str, QueueSpec], demand: Mapping[str, Vector], c
                     {n: queues[n].shares[r].quota for n in names},
                     {n: asks[n][r] for n in names},
                     {n: queues[n].shares[r].weight for n in names},
+                    {n: queues[n].priority for n in names},
                 )
             )
         for n in names:

@@ -16,9 +16,12 @@ EPS = 1e-6
 
 
 @st.composite
-def trees(draw: st.DrawFn, quotas_fit: bool = False) -> tuple[dict[str, QueueSpec], dict[str, Vector], Vector]:
+def trees(
+    draw: st.DrawFn, quotas_fit: bool = False, priorities: bool = False
+) -> tuple[dict[str, QueueSpec], dict[str, Vector], Vector]:
     """Up to three levels of queues; GPU settings random (CPU and memory unbounded); demand on leaves only. With
-    `quotas_fit`, children's quotas sum to at most their parent's and the roots' to at most the capacity."""
+    `quotas_fit`, children's quotas sum to at most their parent's and the roots' to at most the capacity; with
+    `priorities`, queue priorities 0-2 (else all 0)."""
     queues: dict[str, QueueSpec] = {}
     demand: dict[str, Vector] = {}
     capacity = float(draw(st.integers(0, 200)))
@@ -40,7 +43,8 @@ def trees(draw: st.DrawFn, quotas_fit: bool = False) -> tuple[dict[str, QueueSpe
                 limit = UNLIMITED
             weight = float(draw(st.integers(0, 4)))
             gpu = ResourceShare(quota, limit, weight)
-            queues[name] = QueueSpec(name, parent, 0, (gpu, ResourceShare(UNLIMITED), ResourceShare(UNLIMITED)))
+            priority = draw(st.integers(0, 2)) if priorities else 0
+            queues[name] = QueueSpec(name, parent, priority, (gpu, ResourceShare(UNLIMITED), ResourceShare(UNLIMITED)))
             if depth < 2 and draw(st.booleans()):
                 make(name, depth + 1, quota if quotas_fit else math.inf)
             if not any(q.parent == name for q in queues.values()):
@@ -102,6 +106,35 @@ def test_capacity_above_quotas_goes_by_weight_and_none_is_left_while_someone_wan
                 assert all(rate[m] <= rate[n] + 1e-4 for m in weighted)
             elif shares[n][0] > guaranteed[n] + EPS:  # weight 0 gets only leftovers: weighted queues are satisfied
                 assert all(shares[m][0] >= asks[m][0] - EPS for m in weighted)
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(priorities=True))
+def test_a_higher_priority_sibling_is_served_above_quota_before_a_lower_one(case) -> None:
+    """KAI's over-quota order: a queue gets anything above its quota only once every sibling of higher priority
+    has all it asks; limits and demand still bound every share."""
+    queues, demand, capacity = case
+    shares = fair_shares(queues, demand, capacity)
+    asks = effective_demand(queues, demand)
+    for names in children_of(queues).values():
+        for n in names:
+            quota = queues[n].shares[0].quota
+            guaranteed = asks[n][0] if quota < 0 else min(quota, asks[n][0])
+            if shares[n][0] > guaranteed + EPS:
+                higher = [m for m in names if queues[m].priority > queues[n].priority]
+                assert all(shares[m][0] >= asks[m][0] - 1e-4 for m in higher), (n, higher)
+        for n in names:
+            assert shares[n][0] <= min(asks[n][0], queues[n].shares[0].cap()) + EPS
+
+
+def test_queue_priority_takes_the_over_quota_capacity_first() -> None:
+    def spec(name: str, priority: int) -> QueueSpec:
+        gpu = ResourceShare(10.0, UNLIMITED, 1.0)
+        return QueueSpec(name, None, priority, (gpu, ResourceShare(UNLIMITED), ResourceShare(UNLIMITED)))
+
+    queues = {"high": spec("high", 100), "low": spec("low", 0)}
+    shares = fair_shares(queues, {"high": (60.0, 0, 0), "low": (1e6, 0, 0)}, (100.0, 0, 0))
+    assert (shares["high"][0], shares["low"][0]) == (60.0, 40.0)  # quotas 10 + 10; the 80 above: high's 50 first
 
 
 def test_sixty_forty_with_unbounded_demand_splits_the_cluster_by_quota() -> None:
