@@ -292,6 +292,8 @@ def build(
     pod_inf.add_handler(PodExpectationsObserver(expectations))
     pclq_inf.add_handler(MemberDeletionObserver(expectations))
     deps = Deps(client, cache, recorder, config, expectations, clock, ParseMemo())
+    for informer in cache.informers():  # a deleted object's parses go with it
+        informer.add_handler(deps.parsed)
 
     def controller(name: str, reconciler: Any, workers: int) -> Controller:
         return Controller(name, reconciler, workers=workers, clock=clock, metrics=metrics)
