@@ -64,7 +64,7 @@ class ChaosConfig:
     disrupt_every: tuple[float, float] = (6.0, 14.0)
     pause_every: tuple[float, float] = (20.0, 40.0)
     min_disruptions: int = 0
-    rolling_updates: bool = False
+    rolling_updates: bool = True
     recovery_window: float = 60.0
     converge_timeout: float = 180.0
     fuzz_examples: int = 1000

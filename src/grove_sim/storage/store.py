@@ -44,9 +44,10 @@ ResourceKey = tuple[str, str]
 DEFAULT_HISTORY = 20_000
 """Events kept per collection for watch replay at most; older resourceVersions get 410 Expired."""
 
-DEFAULT_HISTORY_AGE = 300.0
-"""Seconds an event stays in the replay window at most (etcd's default compaction interval is 5 minutes): the
-window is bounded by time as well as by count, so its memory follows the recent write rate, not a run's length."""
+DEFAULT_HISTORY_AGE = 75.0
+"""Seconds an event stays in the replay window at most, as kube-apiserver's watch cache keeps about 75 s of events
+(its ``eventFreshDuration``; older resourceVersions are answered 410 and clients relist). Bounded by time as well
+as by count, the window's memory follows the recent write rate, not how many objects a long run ever wrote."""
 
 ENCODED_EVENTS = 256
 """Newest events per collection that keep their JSON encoding (watchers that lag hold their own line bytes)."""
