@@ -60,7 +60,7 @@ class ChaosConfig:
     nodes: int = 500
     replicas: int = 2
     live: int = 200
-    budget_s: float = 600.0
+    budget_s: float = 2700.0
     disrupt_every: tuple[float, float] = (6.0, 14.0)
     pause_every: tuple[float, float] = (20.0, 40.0)
     min_disruptions: int = 0
