@@ -83,7 +83,7 @@ bench-full: $(STAMP)
 
 # The chaos suite (not part of `make test`; a short seeded version is): faults, kills, freezes, an observer, fuzzing.
 chaos: $(STAMP)
-	$(BIN)/python -m benchmarks.chaos --seed 1 --budget 540 $(ARGS)
+	$(BIN)/python -m benchmarks.chaos --seed 1 --gangs 10000 --budget 2700 $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -30,7 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fuzz", type=int, default=defaults.fuzz_examples, help="generated PodCliqueSets")
     parser.add_argument("--converge-timeout", type=float, default=defaults.converge_timeout, help="seconds")
     parser.add_argument(
-        "--rolling-updates", action="store_true", help="also change templates (for an operator that rolls them out)"
+        "--rolling-updates",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.rolling_updates,
+        help="also change clique templates, which the operator rolls out (default on)",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
     parser.add_argument("--name", default="chaos", help="results file name (without extension)")

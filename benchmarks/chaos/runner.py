@@ -60,11 +60,11 @@ class ChaosConfig:
     nodes: int = 500
     replicas: int = 2
     live: int = 200
-    budget_s: float = 600.0
+    budget_s: float = 2700.0
     disrupt_every: tuple[float, float] = (6.0, 14.0)
     pause_every: tuple[float, float] = (20.0, 40.0)
     min_disruptions: int = 0
-    rolling_updates: bool = False
+    rolling_updates: bool = True
     recovery_window: float = 60.0
     converge_timeout: float = 180.0
     fuzz_examples: int = 1000

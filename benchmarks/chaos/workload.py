@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,12 +46,12 @@ def pcs_body(name: str, namespace: str, rng: random.Random) -> dict[str, Any]:
     gpus = rng.choice([0, 1, 1, 2])
     template: dict[str, Any]
     if shape == "single":
-        replicas = rng.randint(1, 4)
+        replicas = rng.randint(1, 3)
         template = {"cliques": [_clique("w", replicas, gpus, minAvailable=rng.randint(1, replicas))]}
     elif shape == "ordered":
         template = {
             "startupType": "CliqueStartupTypeExplicit",
-            "cliques": [_clique("lead", 1, gpus), _clique("work", rng.randint(1, 3), gpus, startsAfter=["lead"])],
+            "cliques": [_clique("lead", 1, gpus), _clique("work", rng.randint(1, 2), gpus, startsAfter=["lead"])],
         }
     else:
         template = {
@@ -79,6 +80,16 @@ class Driver:
     rolling_updates: bool = False
     actions: Counter[str] = field(default_factory=Counter)
     created: int = 0
+    settled_every: float = 0.25
+    _settled_cache: tuple[float, list[str]] = (float("-inf"), [])
+
+    def _settled_now(self) -> list[str]:
+        """`_settled()`, recomputed at most every `settled_every` seconds (it reads every pod: the runner shares
+        the machine's cores with the programs under test); a name acted on leaves the list until the next one."""
+        now = time.monotonic()
+        if now - self._settled_cache[0] >= self.settled_every:
+            self._settled_cache = (now, self._settled())
+        return self._settled_cache[1]
 
     def _settled(self) -> list[str]:
         """Live PodCliqueSets whose every pod the observer sees bound (and that have pods)."""
@@ -110,15 +121,16 @@ class Driver:
             await self.client.create(PCS, pcs_body(name, self.namespace, self.rng))
             self.actions["create"] += 1
             return
-        settled = self._settled()
+        settled = self._settled_now()
         if not settled:
             return
         name = self.rng.choice(settled)
+        settled.remove(name)
         roll = self.rng.random()
         if roll < 0.35:
             await self.client.delete(PCS, name, self.namespace)
             self.actions["delete"] += 1
-        elif self.rolling_updates and roll < 0.5:
+        elif self.rolling_updates and roll < 0.45:
             await self._update_template(existing[name])
             self.actions["update-template"] += 1
         elif roll < 0.65:

@@ -9,7 +9,9 @@ afresh. Parsed models are shared too: callers must treat them as read-only (use 
 
 One `ParseMemo` belongs to one operator (the wiring builds it and hands it to every reconciler, so a PodClique
 parsed by the PodCliqueSet controller is not parsed again by its own). It holds at most one entry per
-(parser, namespace, name) and is cleared when it exceeds `max_entries`, so objects that were deleted cannot pile up.
+(parser, namespace, name), and drops an object's entries when its informer sees it deleted (the wiring registers
+`ParseMemo.on_delete` with every informer): an operator's memory must not grow with every object it ever saw.
+`max_entries` is only a backstop (it clears the memo when exceeded).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class ParseMemo:
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._max_entries = max_entries
         self._entries: dict[tuple[Hashable, str, str], tuple[Obj, Any]] = {}
+        self._tags: set[Hashable] = set()
 
     def parse_with(self, tag: Hashable, parser: Callable[[Obj], R], raw: Obj) -> R:
         """`parser(raw)`, reused while `raw` (the very same dict) is what was last parsed under `tag` and its name.
@@ -64,7 +67,26 @@ class ParseMemo:
         if len(self._entries) >= self._max_entries:
             self._entries.clear()
         self._entries[key] = (raw, value)
+        self._tags.add(tag)
         return value
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop every parse of objects called `name` in `namespace` (of any kind: another kind's entry of the same
+        name costs one parse again, nothing more)."""
+        for tag in self._tags:
+            self._entries.pop((tag, namespace, name), None)
+
+    # An informer handler (`Informer.add_handler`): only deletions matter; a changed object is a different dict.
+    def on_add(self, obj: Obj) -> None:
+        """Nothing to do: a new object is parsed when first read."""
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        """Nothing to do: the new dict misses the memo and replaces the entry."""
+
+    def on_delete(self, obj: Obj) -> None:
+        """The object is gone: forget its parses."""
+        _, namespace, name = _key(None, obj)
+        self.forget(namespace, name)
 
     def parse(self, model: type[M], raw: Obj) -> M:
         """`model.model_validate(raw)`, memoised on the identity of `raw` (see the module docstring)."""
@@ -80,6 +102,10 @@ class ParseMemo:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def held(self, namespace: str) -> int:
+        """Entries of objects in `namespace` (tests: none may outlive the objects)."""
+        return sum(1 for key in self._entries if key[1] == namespace)
 
 
 def parsed_topologies(objects: Iterable[Obj], memo: ParseMemo) -> dict[str, ClusterTopologyBinding]:

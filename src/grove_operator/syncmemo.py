@@ -7,17 +7,20 @@ cached object is compared by identity (informer objects are replaced, never muta
 by the caller as a hashable, comparable `fingerprint`. When both are unchanged since the child was last found in
 sync, building and comparing it again would give the same answer, so it is skipped.
 
-A `SyncMemo` holds one entry per child name and is bounded like `grove_operator.parsed`.
+A `SyncMemo` holds one entry per child name. Children that were deleted (or replaced) leave entries that can never
+hit again; `sweep` drops them, amortised: only once the memo has doubled since the last sweep, so it stays within
+twice the number of live children (an operator's memory must not grow with every child it ever saw).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 __all__ = ["SyncMemo"]
 
-MAX_ENTRIES = 200_000
+MIN_SWEEP = 1024
+"""No sweep below this many entries (a sweep costs one cache lookup per entry)."""
 
 
 class SyncMemo:
@@ -28,6 +31,7 @@ class SyncMemo:
 
     def __init__(self) -> None:
         self._entries: dict[Hashable, tuple[Any, Any, Any]] = {}
+        self._sweep_at = MIN_SWEEP
 
     def recall(self, key: Hashable, obj: Any, fingerprint: Any) -> tuple[bool, Any]:
         """(hit, value): hit when `obj` (the very same object) was found in sync under an equal `fingerprint`."""
@@ -42,10 +46,21 @@ class SyncMemo:
 
     def in_sync(self, key: Hashable, obj: Any, fingerprint: Any, value: Any = None) -> None:
         """Record that `obj` needs no write for `fingerprint`."""
-        if len(self._entries) >= MAX_ENTRIES:
-            self._entries.clear()
         self._entries[key] = (obj, fingerprint, value)
 
     def forget(self, key: Hashable) -> None:
         """Drop the entry of `key` (a write is under way, or the child went away)."""
         self._entries.pop(key, None)
+
+    def sweep(self, current: Callable[[Hashable], Any]) -> int:
+        """Drop the entries whose object is no longer `current(key)` (the cached child: gone or replaced), once the
+        memo has doubled since the last sweep; how many were dropped."""
+        if len(self._entries) < self._sweep_at:
+            return 0
+        before = len(self._entries)
+        self._entries = {k: e for k, e in self._entries.items() if current(k) is e[0]}
+        self._sweep_at = max(MIN_SWEEP, 2 * len(self._entries))
+        return before - len(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -178,6 +178,9 @@ GENERATION_HASH_CHANGED: Predicate = predicate(
 MEMBER_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _DELETION, ("status", "conditions")))
 """A scaling-group member appears, goes, or its conditions (breach, availability) move."""
 
+POD_SET_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _DELETION))
+"""A pod appeared, went, or started terminating: what its PodGang's pod references are made of."""
+
 SCHEDULED_CHANGED: Predicate = predicate(
     update=lambda o, n: _changed(o, n, ("status", "scheduledReplicas")), create=lambda _o: False
 )
@@ -187,6 +190,12 @@ SCHEDULED_CHANGED: Predicate = predicate(
 def _pods_to_podclique(pod: Obj) -> Iterable[ObjectKey]:
     meta = _meta(pod)
     name = (meta.get("labels") or {}).get(glabels.LABEL_PODCLIQUE)
+    return (ObjectKey(str(meta.get("namespace") or ""), str(name)),) if name else ()
+
+
+def _pod_to_pcs(pod: Obj) -> Iterable[ObjectKey]:
+    meta = _meta(pod)
+    name = (meta.get("labels") or {}).get(glabels.LABEL_PART_OF)
     return (ObjectKey(str(meta.get("namespace") or ""), str(name)),) if name else ()
 
 
@@ -292,6 +301,8 @@ def build(
     pod_inf.add_handler(PodExpectationsObserver(expectations))
     pclq_inf.add_handler(MemberDeletionObserver(expectations))
     deps = Deps(client, cache, recorder, config, expectations, clock, ParseMemo())
+    for informer in cache.informers():  # a deleted object's parses go with it
+        informer.add_handler(deps.parsed)
 
     def controller(name: str, reconciler: Any, workers: int) -> Controller:
         return Controller(name, reconciler, workers=workers, clock=clock, metrics=metrics)
@@ -313,6 +324,11 @@ def build(
     # Scaling-group members come and go by their group (a recreated replica), and the PodGangs must follow them;
     # their conditions decide gang termination of the whole PCS replica.
     pcs.watch(pclq_inf, enqueue_mapped(_member_to_pcs), MEMBER_CHANGED, batch_period=batch, batch_scale=scale)
+    # The gangs' pod references follow the pods themselves: a scaling-group member's status does not reach the PCS
+    # (its owner is the group), and a pod replaced (rolling update, recreation) can leave every status count as it
+    # was; without this a replacement pod could stay gated behind a stale reference for good (found by the chaos
+    # suite: PodGangs referencing deleted pods, their successors never ungated).
+    pcs.watch(pod_inf, enqueue_mapped(_pod_to_pcs), POD_SET_CHANGED, batch_period=batch, batch_scale=scale)
 
     def topology_to_pcs(ct: Obj) -> Iterable[ObjectKey]:
         name = str(_meta(ct).get("name") or "")

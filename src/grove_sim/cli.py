@@ -19,6 +19,7 @@ from pathlib import Path
 
 from grove_sim.auth.authorizer import MODES
 from grove_sim.cluster import ClusterShapeError, nodes_from_file, nodes_from_flags
+from grove_sim.controllers.eventttl import DEFAULT_EVENT_TTL
 from grove_sim.http.fault_config import FaultConfig, parse_faults
 from grove_sim.server import SimOptions, SimServer, write_kubeconfig
 
@@ -136,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds between two syncs of each HorizontalPodAutoscaler (default 15)",
     )
+    up.add_argument(
+        "--event-ttl",
+        type=float,
+        default=DEFAULT_EVENT_TTL,
+        metavar="SECONDS",
+        help="Events are deleted this long after their last write (kube-apiserver's --event-ttl; default 3600)",
+    )
     up.add_argument("--log-level", default="INFO", help="Python logging level")
     return parser
 
@@ -179,6 +187,7 @@ def options_from_args(args: argparse.Namespace) -> SimOptions:
         default_scheduler=args.default_scheduler,
         hpa_controller=args.hpa_controller,
         hpa_sync_period=args.hpa_sync_period,
+        event_ttl=args.event_ttl,
     )
 
 

@@ -21,6 +21,7 @@ from grove_sim.auth.authentication import ADMIN, Authenticator
 from grove_sim.auth.authorizer import new_authorizer
 from grove_sim.auth.bootstrap import bootstrap_cluster_role_bindings, bootstrap_cluster_roles
 from grove_sim.controllers.endpoints import EndpointsController
+from grove_sim.controllers.eventttl import DEFAULT_EVENT_TTL, EventTTL
 from grove_sim.controllers.gc import GarbageCollector
 from grove_sim.controllers.kubelet import Kubelet, KubeletOptions
 from grove_sim.controllers.namespaces import NamespaceController
@@ -43,7 +44,7 @@ from grove_sim.machinery.kubeconfig import kubeconfig_document
 from grove_sim.registry.core import Core
 from grove_sim.registry.resources import Registry
 from grove_sim.registry.webhooks import WebhookAdmission
-from grove_sim.storage.store import DEFAULT_HISTORY, Store
+from grove_sim.storage.store import DEFAULT_HISTORY, DEFAULT_HISTORY_AGE, Store
 
 __all__ = ["SimOptions", "SimServer", "kubeconfig_document", "write_kubeconfig"]
 
@@ -64,6 +65,8 @@ class SimOptions:
     audit_log: str | None = None
     """A file to append one audit event (JSON line) per request to, as kube-apiserver's ``--audit-log-path``."""
     history: int = DEFAULT_HISTORY
+    history_age: float = DEFAULT_HISTORY_AGE
+    """Seconds a change stays replayable to watches (with ``history``, a count, the window's two bounds)."""
     bookmark_interval: float = 60.0
     default_service_accounts: bool = True
     faults: FaultConfig | None = None
@@ -82,6 +85,8 @@ class SimOptions:
     hpa_sync_period: float = 15.0
     """Seconds between two syncs of each HorizontalPodAutoscaler (kube-controller-manager's
     ``--horizontal-pod-autoscaler-sync-period``)."""
+    event_ttl: float = DEFAULT_EVENT_TTL
+    """Seconds after its last write an Event is deleted (kube-apiserver's ``--event-ttl``, default 1 h)."""
 
 
 def write_kubeconfig(
@@ -103,7 +108,7 @@ class SimServer:
 
     def __init__(self, options: SimOptions | None = None) -> None:
         self.options = options or SimOptions()
-        self.store = Store(history=self.options.history)
+        self.store = Store(history=self.options.history, history_age=self.options.history_age)
         self.registry = Registry()
         self.core = Core(self.store, self.registry)
         self.tokens = TokenController(self.core, default_service_accounts=self.options.default_service_accounts)
@@ -117,6 +122,7 @@ class SimServer:
             admission=WebhookAdmission(self.store, self.webhook_transport),
         )
         self.gc = GarbageCollector(self.core)
+        self.event_ttl = EventTTL(self.core, self.options.event_ttl)
         self.namespaces = NamespaceController(self.core)
         self.endpoints = EndpointsController(self.core)
         self.deployments = DeploymentController(self.core)
@@ -187,6 +193,7 @@ class SimServer:
         """Start controllers, seed the cluster and listen; returns the base URL."""
         for queue in self._queues():
             queue.start()
+        self.event_ttl.start()
         self.namespaces.seed()
         if self.context.authorizer is not None:
             self._seed_policy()
@@ -233,6 +240,7 @@ class SimServer:
             self._runner = None
         await self.webhook_transport.close()
         await self.kubelet.stop_tasks()
+        await self.event_ttl.stop()
         for queue in self._queues():
             await queue.stop()
         if self.context.audit is not None:

@@ -11,13 +11,9 @@ FAULT_KINDS = {"error_500", "error_503", "error_429", "error_409", "latency", "w
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="open finding: under heavy machine load some runs end with a few PodCliqueSets whose converged state "
-    "differs from a fault-free replay of the same final specs (diverged-from-fault-free); passes otherwise",
-)
 def test_short_seeded_chaos_run_keeps_every_invariant() -> None:
-    """300 gangs on 60 nodes, two replicas of each program, every fault kind and disruption at least once."""
+    """300 gangs on 60 nodes, two replicas of each program, every fault kind and disruption at least once, rolling
+    updates driven (the fault-free comparison then includes each pod's template hash)."""
     config = ChaosConfig(
         seed=7, gangs=300, nodes=60, replicas=2, live=60, budget_s=900.0, disrupt_every=(2.0, 4.0),
         pause_every=(6.0, 12.0), min_disruptions=4, converge_timeout=300.0, fuzz_examples=100,
@@ -26,6 +22,7 @@ def test_short_seeded_chaos_run_keeps_every_invariant() -> None:
     observer = result["observer"]
     assert observer["violations"] == 0, (observer["violation_examples"], result["diverged"])
     assert observer["gangs_bound"] >= 300
+    assert result["actions"].get("update-template", 0) > 0, result["actions"]
     assert set(result["faults_injected"]) >= FAULT_KINDS, result["faults_injected"]
     disruptions = {(entry["program"], entry["action"]) for entry in result["disruptions"]}
     assert disruptions == {(p, a) for p in ("grove-operator", "grove-scheduler") for a in ("kill", "freeze")}

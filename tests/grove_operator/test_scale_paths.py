@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from grove_api import PodClique
+from grove_operator import syncmemo
 from grove_operator.parsed import ParseMemo
 from grove_operator.reconcile.compare import in_sync, is_subset, merge_patch_for
 from grove_operator.syncmemo import SyncMemo
@@ -16,6 +17,11 @@ from grove_runtime.controller import Controller
 from grove_runtime.handlers import enqueue_self
 from grove_runtime.keys import ObjectKey, Result
 from grove_runtime.store import Store
+
+
+def _named_pclq(name: str) -> dict[str, Any]:
+    raw = _pclq()
+    return {**raw, "metadata": {**raw["metadata"], "name": name}}
 
 
 def _pclq(replicas: int = 2, rv: str = "1") -> dict[str, Any]:
@@ -155,3 +161,34 @@ def test_owner_ignores_the_creation_of_its_children_but_not_their_changes() -> N
     assert CHILD_CHANGED.update(old, {**old, "metadata": {**old["metadata"], "generation": 2}})
     assert not CHILD_CHANGED.update(old, {**old, "status": {"replicas": 2}})
     assert CHILD_CHANGED.delete(old)
+
+
+def test_parse_memo_forgets_an_object_its_informer_saw_deleted() -> None:
+    """`on_delete` (the informer handler) drops every parse of that object: 100 objects come and go, none stays."""
+    parsed = ParseMemo()
+    objects = [_named_pclq(f"p{i}") for i in range(100)]
+    for obj in objects:
+        parsed.parse(PodClique, obj)
+        parsed.parse_with("other-parser", lambda raw: raw["metadata"]["name"], obj)
+    assert parsed.held("ns") == 200
+    for obj in objects:
+        parsed.on_delete(obj)
+    assert len(parsed) == 0
+
+
+def test_sync_memo_sweep_drops_children_no_longer_cached_and_stays_bounded() -> None:
+    """Entries of deleted (or replaced) children are swept once the memo doubled; live ones stay; the memo never
+    holds more than about twice the live children however many came and went."""
+    memo = SyncMemo()
+    cache: dict[str, dict[str, int]] = {}
+    for i in range(20_000):  # children created, found in sync, deleted: a churn of 20,000
+        name = f"c{i}"
+        cache[name] = {"i": i}
+        memo.in_sync(name, cache[name], "fp")
+        if i % 10:  # one in ten stays
+            del cache[name]
+        memo.sweep(cache.get)
+        assert len(memo) <= max(syncmemo.MIN_SWEEP, 2 * len(cache))
+    assert len(cache) == 2_000
+    assert len(memo) <= 4_000
+    assert all(memo.unchanged(name, obj, "fp") for name, obj in cache.items())

@@ -30,7 +30,7 @@ from grove_operator.reconcile.context import SyncContext
 from grove_operator.reconcile.ownership import cached
 from grove_operator.reconcile.writes import create_or_patch, delete_if_exists
 from grove_operator.syncmemo import SyncMemo
-from grove_runtime.keys import Result
+from grove_runtime.keys import ObjectKey, Result
 from grove_runtime.resources import ResourceType
 
 __all__ = ["CONTINUE_AFTER", "CREATE_WINDOW", "ChildPlan", "ChildSet", "IndexedChildSet", "IndexedSlots", "Slot"]
@@ -175,9 +175,14 @@ class ChildSet(ABC, Generic[T, K, V]):
             self.memo.forget(memo_key)
             writes.append(partial(self.write, ctx, desired, existing))
         await bounded(writes)
+        self.sweep_memo(ctx)
         if plan.more:
             ctx.requeue_after(CONTINUE_AFTER)
         return None
+
+    def sweep_memo(self, ctx: SyncContext[T]) -> None:
+        """Drop memo entries of children no longer cached as they were (deleted ones above all; amortised)."""
+        self.memo.sweep(lambda key: ctx.cache.get(self.rt, ObjectKey(*key)))  # type: ignore[misc]  # keys: (ns, name)
 
     async def write(self, ctx: SyncContext[T], desired: Obj, existing: Obj | None) -> None:
         """Create or patch one child; a creation is told in an Event on the owner."""

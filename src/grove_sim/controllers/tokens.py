@@ -74,6 +74,10 @@ class TokenController:
 
     def _on_event(self, event: Event) -> None:
         if event.type == "DELETED":
+            if event.key == _SA:  # its issued token dies with it (and must not stay in memory forever)
+                meta = event.obj["metadata"]
+                token = self._issued.pop((meta.get("namespace", ""), meta["name"]), None)
+                self._bound.pop(token or "", None)
             return
         meta = event.obj["metadata"]
         if event.key == _SECRETS and event.obj.get("type") == SA_TOKEN_TYPE:

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import builtins
 import json
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_HISTORY",
+    "DEFAULT_HISTORY_AGE",
     "ENCODED_EVENTS",
     "Event",
     "ObjectRef",
@@ -40,7 +42,12 @@ ResourceKey = tuple[str, str]
 """(group, plural): identifies a stored collection independent of the served version."""
 
 DEFAULT_HISTORY = 20_000
-"""Events kept per collection for watch replay; older resourceVersions get 410 Expired."""
+"""Events kept per collection for watch replay at most; older resourceVersions get 410 Expired."""
+
+DEFAULT_HISTORY_AGE = 75.0
+"""Seconds an event stays in the replay window at most, as kube-apiserver's watch cache keeps about 75 s of events
+(its ``eventFreshDuration``; older resourceVersions are answered 410 and clients relist). Bounded by time as well
+as by count, the window's memory follows the recent write rate, not how many objects a long run ever wrote."""
 
 ENCODED_EVENTS = 256
 """Newest events per collection that keep their JSON encoding (watchers that lag hold their own line bytes)."""
@@ -57,7 +64,7 @@ def dumps(obj: Any) -> bytes:
 class Event:
     """One committed change: the new state (or last state for DELETED) and the previous state."""
 
-    __slots__ = ("_json", "_lines", "key", "obj", "old", "rv", "type")
+    __slots__ = ("_json", "_lines", "at", "key", "obj", "old", "rv", "type")
 
     def __init__(self, type_: str, key: ResourceKey, obj: dict[str, Any], old: dict[str, Any] | None, rv: int):
         self.type = type_
@@ -65,6 +72,8 @@ class Event:
         self.obj = obj
         self.old = old
         self.rv = rv
+        self.at = 0.0
+        """When it was committed (the store's clock), for the replay window's age bound."""
         self._json: bytes | None = None
         self._lines: dict[str, bytes] | None = None
 
@@ -118,9 +127,16 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 class Store:
     """All objects of all collections, their history and their watchers."""
 
-    def __init__(self, history: int = DEFAULT_HISTORY) -> None:
+    def __init__(
+        self,
+        history: int = DEFAULT_HISTORY,
+        history_age: float = DEFAULT_HISTORY_AGE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.rv = 1
         self._history_limit = max(1, history)
+        self._history_age = history_age
+        self._clock = clock
         self._by_ns: dict[ResourceKey, dict[str, dict[str, dict[str, Any]]]] = {}
         self._history: dict[ResourceKey, deque[Event]] = {}
         self._compacted: dict[ResourceKey, int] = {}
@@ -240,7 +256,8 @@ class Store:
         history = self._history.get(event.key)
         if history is None:
             history = self._history[event.key] = deque()
-        if len(history) >= self._history_limit:
+        event.at = now = self._clock()
+        while history and (len(history) >= self._history_limit or history[0].at < now - self._history_age):
             self._compacted[event.key] = history.popleft().rv
         history.append(event)
         if len(history) > ENCODED_EVENTS:
@@ -271,6 +288,10 @@ class Store:
     def unsubscribe(self, key: ResourceKey, sink: WatchSink) -> None:
         """Stop delivering events to ``sink``."""
         self._watchers.get(key, set()).discard(sink)
+
+    def history_size(self) -> int:
+        """Events held for watch replay, all collections together (for tests: bounded by count and age)."""
+        return sum(len(h) for h in self._history.values())
 
     def watcher_count(self) -> int:
         """Open watch streams (for metrics and tests)."""

@@ -10,7 +10,7 @@ from grove_operator.kinds import PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESE
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import HPAS, PODS, SERVICES
 
-from ._harness import OperatorThread, create_pcs, live_pods, load_sample, names, wait_for
+from ._harness import OperatorThread, create_pcs, items, live_pods, load_sample, names, wait_for
 
 Obj = dict[str, Any]
 AGG = "user-guide/01_core-concepts/single-node-aggregated.yaml"
@@ -192,3 +192,27 @@ async def test_headless_services_of_removed_replicas_are_deleted(
     await wait_for(lambda: services(["simple1-0"]), "the Services of replicas 1 and 2 deleted")
     kubectl("scale", "pcs", "simple1", "--replicas=2", "-n", namespace)
     await wait_for(lambda: services(["simple1-0", "simple1-1"]), "the Service of replica 1 recreated")
+
+
+async def test_gang_references_follow_a_replaced_scaling_group_pod(
+    operator: OperatorThread, kube: KubeClient, namespace: str
+) -> None:
+    """A scaled gang's pod deleted and recreated (its PodClique's status counts as they were) is referenced by its
+    PodGang again: the PodCliqueSet follows its pods, not only its members' conditions (the chaos suite's finding:
+    a gang left referencing a deleted pod keeps the replacement gated for good)."""
+    await create_pcs(kube, namespace, load_sample(MULTI))
+    pcsg = "multinode-aggregated-0-model-instance"
+    gang, clique = f"{pcsg}-0", f"{pcsg}-1-worker"
+
+    async def references() -> list[str] | None:
+        pods = sorted(p["metadata"]["name"] for p in await live_pods(kube, namespace)
+                      if p["metadata"]["labels"].get(glabels.LABEL_PODCLIQUE) == clique)  # fmt: skip
+        found = await items(kube, PODGANGS, namespace)
+        groups = [g for o in found if o["metadata"]["name"] == gang for g in o["spec"].get("podgroups") or []]
+        refs = sorted(r["name"] for g in groups if g["name"] == clique for r in g.get("podReferences") or [])
+        return refs if pods and refs == pods else None
+
+    first = await wait_for(references, "the scaled gang referencing its pods")
+    await kube.delete(PODS, first[0], namespace)
+    replaced = await wait_for(references, "the scaled gang referencing the replacement pod")
+    assert first[0] not in replaced

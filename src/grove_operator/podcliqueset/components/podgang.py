@@ -150,6 +150,7 @@ class PodGangs(ChildSet[PodCliqueSet, gangs.GangKey, "_Inputs"]):
             writes.append(partial(self._sync_one, ctx, inputs, gang, desired, existing, pods))
         if any(await bounded(writes)):
             waiting = True
+        self.sweep_memo(ctx)
         if plan.more:
             ctx.requeue_after(CONTINUE_AFTER)
         return Result(requeue_after=ctx.config.retry_interval) if waiting else None
