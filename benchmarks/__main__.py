@@ -9,6 +9,7 @@ non-zero status if any strategy ever returns a placement that breaks a hard cons
 from __future__ import annotations
 
 import argparse
+import secrets
 import shlex
 import sys
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from benchmarks.harness import report
 from benchmarks.harness.runner import InvalidDecision, WorkloadResult, default_strategies, run_workload
-from benchmarks.harness.suites import PLACEMENT, SUITES, Suite
+from benchmarks.harness.suites import HELD_OUT, PLACEMENT, SEEDS, SUITES, Suite, held_out_seeds
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
@@ -34,8 +35,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="seed for background load and synthesised gangs")
     parser.add_argument(
         "--strategies",
-        default="first-fit,best-fit,kai-greedy,cpsat",
-        help="comma-separated strategies (first-fit, best-fit, kai-greedy, cpsat, grove-greedy)",
+        default="first-fit,best-fit,kai-greedy,grove-greedy,cpsat",
+        help="comma-separated strategies (first-fit, best-fit, kai-greedy, grove-greedy, cpsat, cpsat-exact)",
+    )
+    parser.add_argument(
+        "--held-out",
+        type=int,
+        default=HELD_OUT,
+        help=f"held-out seeds per sequence-sensitive workload (default {HELD_OUT}; 0: tuning seeds only)",
+    )
+    parser.add_argument(
+        "--master-seed",
+        type=int,
+        default=None,
+        help="seed from which the held-out seeds are drawn (default: a fresh one, recorded in the results)",
     )
     parser.add_argument("--only", default="", help="run only workloads whose name contains this text")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -43,11 +56,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_placement(suite: Suite, args: argparse.Namespace) -> list[WorkloadResult]:
-    """Run every workload of a placement-only suite with the chosen strategies."""
+def run_placement(suite: Suite, args: argparse.Namespace, held_out: list[int]) -> list[WorkloadResult]:
+    """Run every workload of a placement-only suite with the chosen strategies, on the tuning seeds and then on
+    the held-out ones."""
     strategies = default_strategies([name for name in args.strategies.split(",") if name])
     results = []
-    for workload in suite.build(args.seed):
+    chosen = suite.build(args.seed)
+    if held_out and suite.held_out is not None:
+        chosen += suite.held_out(held_out)
+    for workload in chosen:
         if args.only and args.only not in workload.name:
             continue
         result = run_workload(workload, strategies, progress=not args.no_progress)
@@ -68,13 +85,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if suite.mode != PLACEMENT:
         print(f"suite {suite.name} has unsupported mode {suite.mode}", file=sys.stderr)
         return 2
+    master = args.master_seed if args.master_seed is not None else secrets.randbelow(2**31)
+    tuning = list(range(args.seed, args.seed + SEEDS))
+    held_out = held_out_seeds(master, args.held_out, tuning) if args.held_out > 0 else []
     try:
-        results = run_placement(suite, args)
+        results = run_placement(suite, args, held_out)
     except InvalidDecision as err:
         print(f"invalid placement, aborting: {err}", file=sys.stderr)
         return 1
     shown = ["python", "-m", "benchmarks", *given]
-    folder = report.write(results, suite.name, args.out, shlex.join(shown), plots=not args.no_plots)
+    seeds = report.HeldOut(master, tuple(held_out)) if held_out else None
+    folder = report.write(results, suite.name, args.out, shlex.join(shown), plots=not args.no_plots, held_out=seeds)
     print(report.table(results))
     for line in report.findings(results):
         print(f"- {line}")

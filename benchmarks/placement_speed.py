@@ -14,12 +14,13 @@ Run: `python -m benchmarks.placement_speed [--sizes 1000 5000] [--seeds N] [--co
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -146,6 +147,9 @@ class _Run:
     """One strategy's sequence over every seeded cluster: times (ms) and outcomes."""
 
     ms: list[float]
+    cpu: list[float] = field(default_factory=list)
+    """CPU time of the process per call (ms): on a machine shared with other work, the part load cannot inflate
+    by waiting for a core (CP-SAT runs single-threaded in the calling thread)."""
     placed: int = 0
     from_cpsat: int = 0
     scores: list[float] | None = None
@@ -156,9 +160,10 @@ def _sequence(snap: Snapshot, gang: GangRequest, count: int, options: PlacementO
     """Place `count` gangs of one shape in a row, committing each placement."""
     for k in range(count):
         request = _renamed(gang, k)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         out: PlacementResult = place(snap, request, options)
         run.ms.append((time.perf_counter() - start) * 1000.0)
+        run.cpu.append((time.process_time() - cpu) * 1000.0)
         if isinstance(out, Placement):
             run.placed += 1
             run.from_cpsat += out.stats.path == "cpsat"
@@ -192,9 +197,10 @@ def run(sizes: list[int], seeds: int, count: int, loads: list[str], resident: in
     cpsat = PlacementOptions()
     greedy_only = PlacementOptions(use_cpsat=False)
     rows = [
-        "| nodes | load | gang | samples | total median ms | total p99 ms | greedy-only median ms | greedy-only p99 ms "
-        "| ratio (median) | placed | answer from cpsat | better than greedy | mean score |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| nodes | load | gang | samples | total median ms | total p99 ms | total CPU median / p99 ms "
+        "| greedy-only median ms | greedy-only p99 ms | ratio (median) | placed | answer from cpsat "
+        "| better than greedy | mean score |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes: list[str] = []
     for size in sizes:
@@ -238,7 +244,8 @@ def _row(
     better = sum(1 for a, b in zip(cp.keys or [], gr.keys or [], strict=True) if a and (not b or a < b))
     med_cp, med_gr = statistics.median(cp.ms), statistics.median(gr.ms)
     return (
-        f"| {size} | {load} | {label} | {len(cp.ms)} | {med_cp:.1f} | {_pct(cp.ms, 0.99)} | {med_gr:.1f} "
+        f"| {size} | {load} | {label} | {len(cp.ms)} | {med_cp:.1f} | {_pct(cp.ms, 0.99)} "
+        f"| {statistics.median(cp.cpu):.1f} / {_pct(cp.cpu, 0.99)} | {med_gr:.1f} "
         f"| {_pct(gr.ms, 0.99)} | {med_cp / med_gr:.1f}x | {cp.placed}/{len(cp.ms)} | {cp.from_cpsat} | {better} "
         f"| {statistics.fmean(cp.scores) if cp.scores else 0:.2f} |"
     )
@@ -261,7 +268,9 @@ def main(argv: list[str] | None = None) -> None:
         f"# Placement latency per gang: `{command.strip()}`\n\n"
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; each row places `--count` gangs of one shape in a "
         "row on each seeded cluster (committing every placement), with CP-SAT and with greedy only (`use_cpsat="
-        "False`), in the same process. p99 is the 99th percentile of at least 100 samples, else the maximum.\n\n"
+        "False`), in the same process. p99 is the 99th percentile of at least 100 samples, else the maximum. "
+        "Total CPU is this process's CPU time per call, which waiting for a core on a shared machine does not "
+        f"inflate; load average when the run ended: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs.\n\n"
     )
     print(header + text)
     if args.out is not None:

@@ -14,7 +14,7 @@ import os
 import platform
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,11 +24,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from benchmarks.harness import per_seed
+from benchmarks.harness.per_seed import BASELINES, GREEDY, OURS, label
 from benchmarks.harness.runner import Summary, WorkloadResult
 
-OURS = "cpsat"
 EXACT = "cpsat-exact"
-BASELINES: tuple[str, ...] = ("first-fit", "best-fit", "kai-greedy")
+P99_SAMPLES = 100
+"""Below this many calls a nearest-rank p99 is just the maximum, and the report says so."""
 SPEED_TARGET_NODES = 5000
 MEDIAN_TARGET_MS = 20.0
 P99_TARGET_MS = 100.0
@@ -55,12 +57,36 @@ def _signed(value: float) -> str:
     return f"+{_n(value)}" if value >= 0 else f"-{_n(-value)}"
 
 
+@dataclass(frozen=True, slots=True)
+class HeldOut:
+    """The master seed of a run and the held-out seeds drawn from it (`suites.held_out_seeds`)."""
+
+    master: int
+    seeds: tuple[int, ...]
+
+
+def _p99(s: Summary) -> str:
+    """The p99 with its sample count, or 'max of N' when there are too few samples for a p99."""
+    if s.calls >= P99_SAMPLES:
+        return f"{s.p99_ms:.1f} (n={s.calls:,})"
+    return f"max of {s.calls}: {s.p99_ms:.1f}"
+
+
+def _solver(s: Summary) -> str:
+    """'CP-SAT answers / greedy answers, solves, limit hits', totals over the seeds, for our strategies only."""
+    if s.strategy not in (OURS, EXACT, GREEDY):
+        return "- | -"
+    k = s.seeds
+    return f"{_n(s.cpsat_used * k)} / {_n(s.greedy_used * k)} | {_n(s.solves * k)} / {_n(s.limit_hits * k)}"
+
+
 def table(results: Sequence[WorkloadResult]) -> str:
     """One Markdown row per (workload, strategy)."""
     lines = [
         "| workload | strategy | gangs placed | GPUs placed | GPUs allocated | at checkpoints | stranded GPUs "
-        "| racks/gang | blocks/gang | preferred hit | median ms | p99 ms | LP bound | gap | score |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| racks/gang | blocks/gang | preferred hit | answer used: CP-SAT / greedy | CP-SAT runs / time-limit hits "
+        "| median ms | p99 ms | LP bound | gap | score |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
         for s in result.summaries:
@@ -68,11 +94,11 @@ def table(results: Sequence[WorkloadResult]) -> str:
             if s.waves is not None:
                 checkpoints = f"{s.waves} waves (ideal {s.ideal_waves}), occupancy {s.occupancy_pct or 0:.1f}%"
             lines.append(
-                f"| {s.workload} | {s.strategy} | {_spread(s.gangs_placed, s.gangs_sd, s.seeds)}/{_n(s.gangs)} "
+                f"| {s.workload} | {label(s.strategy)} | {_spread(s.gangs_placed, s.gangs_sd, s.seeds)}/{_n(s.gangs)} "
                 f"| {_spread(s.gpus_placed, s.gpus_sd, s.seeds)} "
                 f"| {s.allocated_pct:.2f}% | {checkpoints} | {_n(round(s.stranded_gpus, 1))} | {s.racks_per_gang:.2f} "
-                f"| {s.blocks_per_gang:.2f} | {_pct(s.preferred_hit_rate)} | {s.median_ms:.2f} | {s.p99_ms:.1f} "
-                f"| {s.bound_gpus:.0f} | {100 * s.gap:.2f}% | {_score(s.mean_score)} |"
+                f"| {s.blocks_per_gang:.2f} | {_pct(s.preferred_hit_rate)} | {_solver(s)} | {s.median_ms:.2f} "
+                f"| {_p99(s)} | {s.bound_gpus:.0f} | {100 * s.gap:.2f}% | {_score(s.mean_score)} |"
             )
     return "\n".join(lines)
 
@@ -137,6 +163,12 @@ def findings(results: Sequence[WorkloadResult]) -> list[str]:
                     f"{_n(theirs)} ({_signed(mine - theirs)}){seeds}."
                 )
         ours = by_name[OURS]
+        if GREEDY in by_name and not result.per_seed:
+            diff = _placed(ours, "GPUs") - _placed(by_name[GREEDY], "GPUs")
+            out.append(f"grove CP-SAT vs grove greedy on {name}: {_signed(diff)} GPUs.")
+        every = per_seed.verdict(result)
+        if every is not None:
+            out.append(every)
         if len(result.workload.cluster.nodes) >= SPEED_TARGET_NODES and ours.waves is None:
             verdict = "meets" if ours.median_ms <= MEDIAN_TARGET_MS and ours.p99_ms <= P99_TARGET_MS else "MISSES"
             out.append(
@@ -204,15 +236,19 @@ def _plot_latency(results: Sequence[WorkloadResult], path: Path) -> None:
     plt.close(fig)
 
 
-def _json(results: Sequence[WorkloadResult], suite: str, command: str) -> dict[str, Any]:
+def _json(results: Sequence[WorkloadResult], suite: str, command: str, held_out: HeldOut | None) -> dict[str, Any]:
     return {
         "suite": suite,
         "command": command,
+        "tuning_seeds": sorted({seed for r in results if not r.workload.held_out for seed in r.per_seed}),
+        "master_seed": held_out.master if held_out else None,
+        "held_out_seeds": list(held_out.seeds) if held_out else [],
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "workloads": [
             {
                 "name": r.workload.name,
+                "held_out": r.workload.held_out,
                 "description": r.workload.description,
                 "cluster": r.workload.cluster.description,
                 "gangs": len(r.workload.gangs),
@@ -239,22 +275,49 @@ def _seeds(result: WorkloadResult) -> str:
     )
 
 
-def markdown(results: Sequence[WorkloadResult], suite: str, command: str) -> str:
-    """The self-contained `latest.md` text."""
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+def _section(results: Sequence[WorkloadResult], title: str) -> str:
+    """A heading, the workloads, the table, the per-seed tables and the findings of one set of results."""
+    if not results:
+        return ""
     workloads = "\n".join(
         f"- `{r.workload.name}`: {r.workload.description}; cluster: {r.workload.cluster.description} "
         f"({_seeds(r)}{r.seconds:.0f} s for all strategies)"
         for r in results
     )
-    found = "\n".join(f"- {line}" for line in findings(results)) or "- (no CP-SAT vs baseline comparison in this run)"
+    seeds = "\n\n".join(
+        f"GPUs placed per seed on `{r.workload.name}` (gap to that seed's LP bound):\n\n{per_seed.table(r)}"
+        for r in results
+        if r.per_seed
+    )
+    found = "\n".join(f"- {line}" for line in findings(results)) or "- (no CP-SAT vs baseline comparison)"
+    return f"## {title}\n\n{workloads}\n\n{table(results)}\n\n{seeds}\n\n### Findings\n\n{found}\n\n"
+
+
+def markdown(results: Sequence[WorkloadResult], suite: str, command: str, held_out: HeldOut | None = None) -> str:
+    """The self-contained `latest.md` text: tuning seeds and held-out seeds in separate sections."""
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    tuning = [r for r in results if not r.workload.held_out]
+    unseen = [r for r in results if r.workload.held_out]
+    drawn = (
+        f"Held-out seeds {', '.join(map(str, held_out.seeds))}, drawn from master seed {held_out.master} "
+        f"(`--master-seed {held_out.master}` reproduces them). "
+        if held_out
+        else ""
+    )
+    heading = "Tuning seeds (the ones CP-SAT's settings were chosen on)" if unseen else "Results"
     return (
         f"# Placement-quality benchmark: `{suite}`\n\n"
-        f"Command: `{command}` ({when}, {os.cpu_count()} CPUs, Python {platform.python_version()}).\n\n"
-        f"{workloads}\n\n{table(results)}\n\n## Findings\n\n{found}\n\n"
+        f"Command: `{command}` ({when}, {os.cpu_count()} CPUs, Python {platform.python_version()}). {drawn}\n\n"
+        f"{_section(tuning, heading)}{_section(unseen, 'Held-out seeds')}## Notes\n\n"
         "Gap = (LP bound - GPUs placed) / LP bound, where the LP bound (benchmark-anchors §5.3) is an offline "
         "upper bound for the whole gang sequence on the starting cluster. Score = mean `placementScore` of "
-        "CP-SAT's placements (its own proven bound per gang). `cpsat` is `place()` with its default options; "
+        "CP-SAT's placements (its own proven bound per gang). grove CP-SAT (`cpsat`) is `place()` with its default "
+        "options: our greedy pass, then CP-SAT where it may improve the plan; grove greedy (`grove-greedy`) is the "
+        "same greedy pass with CP-SAT off. 'answer used' counts placed gangs whose plan came from CP-SAT or from "
+        "greedy (all seeds); 'CP-SAT runs / time-limit hits' counts calls in which CP-SAT ran and those that stopped "
+        "at the deterministic time limit (status FEASIBLE or UNKNOWN), failed attempts included. p99 is a "
+        f"nearest-rank p99 over every call of every seed (n), or the maximum where there are fewer than {P99_SAMPLES} "
+        "calls. "
         '`cpsat-exact` takes CP-SAT\'s plan whenever it is cheaper under the whole objective (`refine="all"`). '
         "Multi-seed workloads repeat background load and gang sequence per seed; per-seed numbers are in "
         "results.json. Time per gang is the wall time of one placement "
@@ -264,12 +327,19 @@ def markdown(results: Sequence[WorkloadResult], suite: str, command: str) -> str
     )
 
 
-def write(results: Sequence[WorkloadResult], suite: str, out: Path, command: str, plots: bool = True) -> Path:
+def write(
+    results: Sequence[WorkloadResult],
+    suite: str,
+    out: Path,
+    command: str,
+    plots: bool = True,
+    held_out: HeldOut | None = None,
+) -> Path:
     """Write results.json, latest.md and the plots for a suite; returns the suite folder."""
     folder = out / suite
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(_json(results, suite, command), indent=1) + "\n")
-    text = markdown(results, suite, command)
+    (folder / "results.json").write_text(json.dumps(_json(results, suite, command, held_out), indent=1) + "\n")
+    text = markdown(results, suite, command, held_out)
     (folder / "latest.md").write_text(text)
     shutil.copyfile(folder / "latest.md", out / "latest.md")
     if plots and results:

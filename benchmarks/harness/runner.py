@@ -61,14 +61,22 @@ class GangRecord:
     path: str = ""
 
 
+LIMIT_STATUSES = frozenset({"FEASIBLE", "UNKNOWN"})
+"""CP-SAT statuses meaning the solve stopped at its deterministic time limit before proving its answer."""
+SOLVED_STATUSES = LIMIT_STATUSES | {"OPTIMAL", "INFEASIBLE", "MODEL_INVALID"}
+"""CP-SAT statuses meaning the solver ran (the others say greedy's plan was final without a solve)."""
+
+
 @dataclass(slots=True)
 class StrategyRun:
-    """One strategy's pass over a workload: per-gang records, allocation after each gang, final snapshot."""
+    """One strategy's pass over a workload: per-gang records, allocation after each gang, final snapshot; per
+    placement call its wall time and, for ours, the solver status (failed attempts included)."""
 
     strategy: str
     records: list[GangRecord] = field(default_factory=list)
     allocated_after: list[int] = field(default_factory=list)
     call_seconds: list[float] = field(default_factory=list)
+    call_status: list[str] = field(default_factory=list)
     wave_used: list[int] = field(default_factory=list)
     final: Snapshot | None = None
 
@@ -102,16 +110,31 @@ class Summary:
     seeds: int = 1
     gpus_sd: float = 0.0
     gangs_sd: float = 0.0
+    calls: int = 0
+    """Placement calls timed (failed attempts and wave retries included): the sample behind median and p99."""
+    cpsat_used: float = 0.0
+    """Gangs placed with CP-SAT's plan (path "cpsat")."""
+    greedy_used: float = 0.0
+    """Gangs placed with our greedy pass's plan (path "greedy": no solve, or CP-SAT did not beat it)."""
+    solves: float = 0.0
+    """Placement calls in which CP-SAT ran."""
+    limit_hits: float = 0.0
+    """CP-SAT runs that stopped at the deterministic time limit (status FEASIBLE or UNKNOWN)."""
+
+
+DEFAULT_STRATEGIES = ("first-fit", "best-fit", "kai-greedy", "grove-greedy", "cpsat")
+"""The three baselines, our greedy pass alone and our full path (greedy, then CP-SAT): every table shows what the
+solver adds over our own greedy, not only over the baselines."""
 
 
 def default_strategies(names: Sequence[str] | None = None) -> list[Strategy]:
-    """The baselines plus our CP-SAT placement; on request also `cpsat-exact` (CP-SAT's plan whenever it is
-    cheaper under the whole objective, `refine="all"`) and `grove-greedy` (its greedy stages alone)."""
+    """`DEFAULT_STRATEGIES`, or the named ones; on request also `cpsat-exact` (CP-SAT's plan whenever it is
+    cheaper under the whole objective, `refine="all"`)."""
     available: dict[str, Strategy] = {b.name: b for b in baselines()}
     available["cpsat"] = GroveStrategy()
     available["cpsat-exact"] = GroveStrategy("cpsat-exact", PlacementOptions(refine="all"))
     available["grove-greedy"] = GroveStrategy("grove-greedy", PlacementOptions(use_cpsat=False))
-    chosen = list(names) if names else ["first-fit", "best-fit", "kai-greedy", "cpsat"]
+    chosen = list(names) if names else list(DEFAULT_STRATEGIES)
     unknown = [name for name in chosen if name not in available]
     if unknown:
         raise ValueError(f"unknown strategies {unknown}; choose from {sorted(available)}")
@@ -136,8 +159,8 @@ def _attempt(strategy: Strategy, snapshot: Snapshot, gang: GangRequest) -> tuple
     start = time.perf_counter()
     decision = strategy(snapshot, gang)
     seconds = time.perf_counter() - start
-    if decision is None:
-        return None, seconds, snapshot
+    if decision is None or not decision.placed:
+        return decision, seconds, snapshot
     broken = violations(snapshot, gang, decision.assignments)
     if broken:
         raise InvalidDecision(f"{strategy.name} on {gang.name}: " + "; ".join(broken[:5]))
@@ -145,7 +168,7 @@ def _attempt(strategy: Strategy, snapshot: Snapshot, gang: GangRequest) -> tuple
 
 
 def _record(snapshot: Snapshot, gang: GangRequest, decision: Decision | None, seconds: float) -> GangRecord:
-    if decision is None:
+    if decision is None or not decision.placed:
         return GangRecord(gang.name, False, 0, 0, seconds)
     nodes = list(decision.assignments.values())
     hits, total = preferred_hits(snapshot, gang, decision.assignments)
@@ -180,6 +203,7 @@ def run_sequential(workload: Workload, strategy: Strategy, base: Snapshot, progr
         decision, seconds, snapshot = _attempt(strategy, snapshot, gang)
         run.records.append(_record(snapshot, gang, decision, seconds))
         run.call_seconds.append(seconds)
+        run.call_status.append(decision.status if decision is not None else "")
         run.allocated_after.append(allocated_gpus(snapshot)[0])
     run.final = snapshot
     return run
@@ -198,7 +222,8 @@ def run_waves(workload: Workload, strategy: Strategy, base: Snapshot, progress: 
         for gang in pending:
             decision, seconds, snapshot = _attempt(strategy, snapshot, gang)
             run.call_seconds.append(seconds)
-            if decision is None:
+            run.call_status.append(decision.status if decision is not None else "")
+            if decision is None or not decision.placed:
                 left.append(gang)
             else:
                 run.records.append(_record(snapshot, gang, decision, seconds))
@@ -262,6 +287,11 @@ def summarise(workload: Workload, run: StrategyRun, base: Snapshot, bound: float
         waves=waves,
         ideal_waves=ideal,
         occupancy_pct=occupancy,
+        calls=len(ms),
+        cpsat_used=sum(r.path == "cpsat" for r in placed),
+        greedy_used=sum(r.path == "greedy" for r in placed),
+        solves=sum(status in SOLVED_STATUSES for status in run.call_status),
+        limit_hits=sum(status in LIMIT_STATUSES for status in run.call_status),
     )
 
 
@@ -314,6 +344,11 @@ def mean_summary(per_seed: Sequence[Summary], pooled_ms: Sequence[float]) -> Sum
         seeds=len(per_seed),
         gpus_sd=statistics.stdev([s.gpus_placed for s in per_seed]),
         gangs_sd=statistics.stdev([s.gangs_placed for s in per_seed]),
+        calls=len(pooled_ms),
+        cpsat_used=mean([s.cpsat_used for s in per_seed]),
+        greedy_used=mean([s.greedy_used for s in per_seed]),
+        solves=mean([s.solves for s in per_seed]),
+        limit_hits=mean([s.limit_hits for s in per_seed]),
     )
 
 

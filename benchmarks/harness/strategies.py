@@ -17,11 +17,17 @@ from grove_sched.placement import Snapshot, place
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Pod name → node name for every placed pod; `score` is the placementScore when the strategy has one."""
+    """Pod name → node name for every placed pod; `score` is the placementScore when the strategy has one.
+
+    `path` says whose answer it is ("greedy" or "cpsat" for ours, the baseline's kind otherwise) and `status` how
+    CP-SAT ended ("OPTIMAL", "FEASIBLE" / "UNKNOWN" when it hit its deterministic limit, "AT_BOUND", ...). A
+    strategy that reports why a gang did not fit returns `placed=False` with no assignments."""
 
     assignments: Mapping[str, str]
     score: float | None = None
     path: str = ""
+    status: str = ""
+    placed: bool = True
 
 
 class Strategy(Protocol):
@@ -45,8 +51,10 @@ class GroveStrategy:
     options: PlacementOptions = field(default_factory=PlacementOptions)
 
     def __call__(self, snapshot: Snapshot, gang: GangRequest) -> Decision | None:
-        """Call `place`; an `Unschedulable` answer becomes None."""
+        """Call `place`; an `Unschedulable` answer becomes an unplaced decision carrying the solver's status."""
         result = place(snapshot, gang, self.options)
         if isinstance(result, Placement):
-            return Decision(result.assignments, result.score, result.stats.path)
-        return None
+            return Decision(result.assignments, result.score, result.stats.path, result.stats.status)
+        if result.stats is None:
+            return None
+        return Decision({}, None, result.stats.path, result.stats.status, placed=False)

@@ -71,6 +71,8 @@ class Workload:
     seeds: tuple[int, ...] = ()
     variant: Callable[[int], Workload] | None = field(default=None, compare=False, repr=False)
     compare_exact: bool = False
+    held_out: bool = False
+    """Its seeds were drawn for this run from a recorded master seed, not the tuning seeds: reported apart."""
 
     def variants(self) -> list[tuple[int | None, Workload]]:
         """(seed, workload) for every seed to run; a single-seed workload is just itself (seed None)."""
@@ -103,6 +105,17 @@ def seeded(build: Callable[[int], Workload], seeds: Sequence[int]) -> Workload:
         raise ValueError("seeded() needs at least one seed")
     first = build(seeds[0])
     return replace(first, seeds=tuple(seeds), variant=build, compare_exact=True)
+
+
+def held_out(build: Callable[[int], Workload], seeds: Sequence[int]) -> Workload:
+    """`seeded(build, seeds)` for seeds nobody tuned on: named "... held-out", marked `held_out`, and without the
+    exact mode (the comparison there is the default path against every greedy)."""
+
+    def renamed(seed: int) -> Workload:
+        workload = build(seed)
+        return replace(workload, name=f"{workload.name} held-out", held_out=True)
+
+    return replace(seeded(renamed, seeds), compare_exact=False)
 
 
 def group(

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from benchmarks.harness import clusters, report, workloads
 from benchmarks.harness.runner import Summary, WorkloadResult
-from benchmarks.harness.suites import SUITES
+from benchmarks.harness.suites import SUITES, held_out_seeds
 
 _BASE = Summary(
     workload="w",
@@ -59,7 +59,30 @@ def test_table_has_one_row_per_strategy() -> None:
     lines = report.table([_result(64)]).splitlines()
     assert len(lines) == 2 + 3
     assert all(line.startswith("|") and line.endswith("|") for line in lines)
-    assert [line.split(" | ")[1] for line in lines[2:]] == ["first-fit", "best-fit", "cpsat"]
+    assert [line.split(" | ")[1] for line in lines[2:]] == ["first-fit", "best-fit", "grove CP-SAT"]
+
+
+def test_p99_says_max_of_n_below_a_hundred_samples() -> None:
+    """With fewer than 100 calls the table gives the maximum and its sample count, never a 'p99'."""
+    few = report.table([_result(64)])
+    assert "max of 0: " in few
+    many = _result(64)
+    many = replace(many, summaries=[replace(s, calls=250) for s in many.summaries])
+    assert "2.0 (n=250)" in report.table([many])
+
+
+def test_held_out_seeds_are_reproducible_and_never_tuning_seeds() -> None:
+    """The same master seed gives the same held-out seeds; none is a tuning seed; every sequence-sensitive
+    workload of quick has a held-out twin marked as such."""
+    first = held_out_seeds(12345, 8, [0, 1, 2])
+    assert first == held_out_seeds(12345, 8, [0, 1, 2])
+    assert len(set(first)) == 8
+    assert not set(first) & {0, 1, 2}
+    assert held_out_seeds(1, 8, [0, 1, 2]) != first
+    held = SUITES["quick"].held_out
+    assert held is not None
+    twins = held(first[:2])
+    assert all(w.held_out and w.name.endswith(" held-out") and w.seeds == tuple(first[:2]) for w in twins)
 
 
 def test_quick_suite_covers_every_workload_kind() -> None:

@@ -32,7 +32,7 @@ def test_every_strategy_runs_the_same_workload_end_to_end(tmp_path: Path) -> Non
     """All strategies place the same gangs; counts, curves and the report files are consistent."""
     workload = _tiny()
     result = run_workload(workload, default_strategies(), progress=False)
-    assert [s.strategy for s in result.summaries] == ["first-fit", "best-fit", "kai-greedy", "cpsat"]
+    assert [s.strategy for s in result.summaries] == ["first-fit", "best-fit", "kai-greedy", "grove-greedy", "cpsat"]
     for summary in result.summaries:
         curve = result.curves[summary.strategy]
         assert len(curve) == len(workload.gangs)
@@ -44,7 +44,11 @@ def test_every_strategy_runs_the_same_workload_end_to_end(tmp_path: Path) -> Non
     data = json.loads((folder / "results.json").read_text())
     assert data["workloads"][0]["gangs"] == len(workload.gangs)
     assert (folder / "allocation.png").stat().st_size > 0
-    assert "| cpsat |" in (tmp_path / "latest.md").read_text()
+    assert "| grove CP-SAT |" in (tmp_path / "latest.md").read_text()
+    ours, greedy = result.summaries[-1], result.summaries[-2]
+    assert ours.cpsat_used + ours.greedy_used == ours.gangs_placed
+    assert greedy.cpsat_used == greedy.solves == greedy.limit_hits == 0
+    assert ours.limit_hits <= ours.solves <= ours.calls == len(workload.gangs)
 
 
 def test_knavigator_wave_replay_reaches_nine_full_waves() -> None:
@@ -114,17 +118,23 @@ def test_multi_seed_workloads_report_means_per_seed_wins_and_the_exact_mode(tmp_
         assert summary.gpus_sd == pytest.approx(abs(per_seed[0].gpus_placed - per_seed[1].gpus_placed) / 2**0.5)
     single = run_workload(_tiny_on(4), default_strategies(["first-fit", "cpsat"]), progress=False)
     assert [s.gpus_placed for s in single.summaries] == [s.gpus_placed for s in result.per_seed[4][:2]]
-    lines = report.findings([result])
+    *lines, every = report.findings([result])
     assert [line.split(" ")[0] for line in lines] in (
         [a, b] for a in ("ahead", "level", "BEHIND") for b in ("ahead", "level", "BEHIND")
     )
     assert all("of 2 seeds" in line and "(seeds 3, 4:" in line for line in lines)
     assert "cpsat-exact" in lines[1]
+    assert every.startswith("grove CP-SAT on")
+    assert "ahead of the best greedy on" in every
     folder = report.write([result], "tiny", tmp_path, "python -m benchmarks tiny", plots=False)
     data = json.loads((folder / "results.json").read_text())
     assert data["workloads"][0]["seeds"] == [3, 4]
     assert sorted(data["workloads"][0]["per_seed"]) == ["3", "4"]
-    assert " ± " in (folder / "latest.md").read_text()
+    text = (folder / "latest.md").read_text()
+    assert " ± " in text
+    assert "GPUs placed per seed on" in text
+    assert "| 3 |" in text
+    assert "| mean |" in text
 
 
 def test_per_seed_findings_count_wins_against_each_seeds_best_baseline() -> None:
@@ -142,7 +152,11 @@ def test_per_seed_findings_count_wins_against_each_seeds_best_baseline() -> None
         for k, s in enumerate(base.summaries)
     ]
     result = WorkloadResult(workload, means, {}, [], 0.0, 0.0, per_seed)
-    (line,) = report.findings([result])
+    line, every = report.findings([result])
+    assert every == (
+        f"grove CP-SAT on {workload.name}, mean of 3 seeds: ahead of first-fit (+0.7), ahead of best-fit (+1); "
+        "ahead of every greedy on the mean: yes; strictly ahead of the best greedy on 1 of 3 seeds."
+    )
     assert line == (
         f"ahead on {workload.name}: cpsat placed on average 20.7 GPUs vs first-fit 20 (+0.7); per seed vs that "
         "seed's best baseline: ahead on 1 of 3 seeds, level on 1 (seeds 0, 1, 2: +1, -1, +0 GPUs)."
