@@ -45,6 +45,9 @@ KINDS: dict[str, ResourceType] = {
     "pcs": PCS, "pclq": PCLQ, "pcsg": PCSG, "podgangs": PODGANGS, "pods": PODS, "nodes": NODES, "events": EVENTS,
 }  # fmt: skip
 OWNED = ("pclq", "pcsg", "podgangs", "pods")
+LIFECYCLE_REASONS = frozenset({"GangTermination", "Preempted", "Preempting"})
+"""Event reasons counted to show the run exercised gang termination (the operator's) and preemption (the
+scheduler's); the reasons are the Kubernetes Events' public vocabulary, not the programs' code."""
 _OWNER_KINDS = frozenset({"PodCliqueSet", "PodClique", "PodCliqueScalingGroup"})
 
 
@@ -91,6 +94,8 @@ class Observer:
     _partial_since: dict[str, float] = field(default_factory=dict)
     _reported: set[tuple[str, str]] = field(default_factory=set)
     _events: Counter[str] = field(default_factory=Counter)
+    lifecycle_events: Counter[str] = field(default_factory=Counter)
+    """Events of the lifecycle features the run should exercise, by reason (gang termination, preemption)."""
     _event_uids: set[str] = field(default_factory=set)
     _synced: dict[str, asyncio.Event] = field(default_factory=lambda: {kind: asyncio.Event() for kind in KINDS})
     _start: float = 0.0
@@ -137,6 +142,9 @@ class Observer:
         elif kind == "events" and uid not in self._event_uids:
             self._event_uids.add(uid)
             self._events[str((obj.get("involvedObject") or {}).get("uid") or _key(obj))] += 1
+            reason = str(obj.get("reason") or "")
+            if reason in LIFECYCLE_REASONS:
+                self.lifecycle_events[reason] += 1
 
     # --- live invariants -------------------------------------------------------------------------------------
     def violate(self, invariant: str, subject: str, detail: str) -> None:
@@ -280,6 +288,7 @@ class Observer:
             "violations_by_invariant": dict(by_kind),
             "violation_examples": [_asdict(v) for v in self.violations[:20]],
             "max_events_per_object": self.max_events_per_object(),
+            "lifecycle_events": dict(self.lifecycle_events),
             "observer_watch_restarts": self.watch_restarts,
         }
 

@@ -57,6 +57,7 @@ def _lines(result: Mapping[str, Any], config: ChaosConfig, command: str) -> list
             f"{len(result.get('diverged', []))} PodCliqueSets differ of {result.get('final_pcs')}",
         ),
         ("max Events per object", str(observer.get("max_events_per_object"))),
+        ("lifecycle Events seen (gang terminations, preemptions)", str(observer.get("lifecycle_events") or {})),
         ("fuzzed PodCliqueSets; findings", f"{fuzz.get('examples', 0)}; {fuzz.get('findings', 0)}"),
         ("RSS MiB during fuzzing, first → last batch", _growth(fuzz.get("rss_mib_samples") or {})),
         ("peak RSS MiB per program", str(result.get("peak_rss_mib"))),

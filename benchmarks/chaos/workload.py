@@ -3,8 +3,10 @@
 Shapes (small, so that hundreds live at once on a few hundred nodes): one clique; a leader and workers with
 `startsAfter`; a scaling group of leader and workers (its replicas beyond `minAvailable` are gangs of their own).
 The driver keeps up to `live` PodCliqueSets, and on each step either creates one or acts on one the observer saw
-settle (every pod bound): scale the PodCliqueSet or a scaling group through the `scale` subresource, delete it, or
-(with `rolling_updates`) change every clique's image, which the operator rolls out.
+settle (every pod bound): scale the PodCliqueSet or a scaling group through the `scale` subresource, delete it,
+delete one of its pods (a node failure's effect: the clique recreates the pod, and a gang left below its
+`minAvailable` for longer than the shapes' 1 s `terminationDelay` is terminated and recreated whole, gang
+termination), or (with `rolling_updates`) change every clique's image, which the operator rolls out.
 Its requests go through the observer's fault-exempt account: the programs are under test, not the driver.
 """
 
@@ -23,10 +25,13 @@ from benchmarks.e2e.scenarios import SCHEDULER_NAME
 from grove_api.labels import LABEL_PART_OF
 from grove_runtime import errors
 from grove_runtime.client import KubeClient, PatchType
+from grove_runtime.resources import PODS
 
 __all__ = ["SHAPES", "Driver", "pcs_body"]
 
 SHAPES = ("single", "ordered", "scaling-group")
+TERMINATION_DELAY = "1s"
+"""How long a gang may stay below its minimum before the operator terminates it (the default is 4 h)."""
 
 
 def _clique(name: str, replicas: int, gpus: int, **extra: Any) -> dict[str, Any]:
@@ -64,7 +69,7 @@ def pcs_body(name: str, namespace: str, rng: random.Random) -> dict[str, Any]:
         "apiVersion": "grove.io/v1alpha1",
         "kind": "PodCliqueSet",
         "metadata": {"name": name, "namespace": namespace, "labels": {"chaos/shape": shape}},
-        "spec": {"replicas": rng.choice([1, 1, 2]), "template": template},
+        "spec": {"replicas": rng.choice([1, 1, 2]), "template": {**template, "terminationDelay": TERMINATION_DELAY}},
     }
 
 
@@ -133,7 +138,9 @@ class Driver:
         elif self.rolling_updates and roll < 0.45:
             await self._update_template(existing[name])
             self.actions["update-template"] += 1
-        elif roll < 0.65:
+        elif roll < 0.55:
+            await self._delete_pod(name)
+        elif roll < 0.7:
             replicas = int((existing[name].get("spec") or {}).get("replicas", 1))
             await self.client.scale(PCS, name, self.namespace, max(1, replicas + self.rng.choice([-1, 1])))
             self.actions["scale-pcs"] += 1
@@ -148,6 +155,16 @@ class Driver:
                 PCSG, group["metadata"]["name"], self.namespace, max(1, replicas + self.rng.choice([-1, 1]))
             )
             self.actions["scale-pcsg"] += 1
+
+    async def _delete_pod(self, name: str) -> None:
+        """Delete one pod of the PodCliqueSet, as a failed node's pods go (gang termination when it breaks a gang)."""
+        pods = [p for p in self.observer.in_namespace("pods", self.namespace)
+                if ((p.get("metadata") or {}).get("labels") or {}).get(LABEL_PART_OF) == name]  # fmt: skip
+        if not pods:
+            return
+        pod = self.rng.choice(sorted(pods, key=lambda p: str(p["metadata"]["name"])))
+        await self.client.delete(PODS, str(pod["metadata"]["name"]), self.namespace)
+        self.actions["delete-pod"] += 1
 
     async def _update_template(self, pcs: Mapping[str, Any]) -> None:
         """A new image for every clique: a template change the operator rolls out (once it does rolling updates)."""

@@ -23,6 +23,7 @@ def test_short_seeded_chaos_run_keeps_every_invariant() -> None:
     assert observer["violations"] == 0, (observer["violation_examples"], result["diverged"])
     assert observer["gangs_bound"] >= 300
     assert result["actions"].get("update-template", 0) > 0, result["actions"]
+    assert result["actions"].get("delete-pod", 0) > 0, result["actions"]
     assert set(result["faults_injected"]) >= FAULT_KINDS, result["faults_injected"]
     disruptions = {(entry["program"], entry["action"]) for entry in result["disruptions"]}
     assert disruptions == {(p, a) for p in ("grove-operator", "grove-scheduler") for a in ("kill", "freeze")}
