@@ -10,7 +10,7 @@ Package map (one concept per module):
 * `source`: gang reads (PodGang, pods, priority) over the informer and scheduler caches;
 * `cache`: capacity view with the assume / forget / confirm state machine, set-aside nodes, per-cycle snapshots;
 * `queue`: the active / backoff / unschedulable rooms, chosen by a cycle's status code;
-* `scheduler`: the serial scheduling cycle and the concurrent binding cycles;
+* `scheduler`: the serial scheduling cycle and the concurrent binding cycles; `solver`: where `place` runs;
 * `postfilter`: the step after an Unschedulable placement (its protocol, and a no-op);
 * `preemption`: the post-filter that preempts lower-priority whole gangs and holds the freed capacity;
 * `binder`: bounded concurrent binds with all-or-rollback on the minimum;

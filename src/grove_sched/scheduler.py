@@ -5,7 +5,7 @@ capacity the previous one took, but binding is I/O and may run concurrently. So 
 
 1. pop the best gang from the queue;
 2. assemble it through the `GangSource` (informer caches, assumed pods shown as bound);
-3. take the cache's immutable snapshot and `place` it (see "where the solver runs" below); capacity the
+3. take the cache's immutable snapshot and `place` it (inline or in a worker thread: `grove_sched.solver`); capacity the
    post-filter holds for another gang of higher or equal priority (a preemptor waiting for its victims) and the
    capacity of Koordinator Reservations the gang does not own (`grove_sched.reservations`) are layered onto the
    snapshot first, so no other gang takes it; a gang is placed on its own Reservations' nodes first, then in its
@@ -28,21 +28,12 @@ partially bound gangs through them too.
 Leadership: the binder is fenced (`Binder.leading`). Once the fence says this process no longer leads, the loop
 starts no new cycle, and on the way out the running binding cycles are cancelled instead of awaited.
 
-Where the solver runs: a greedy placement costs a few ms of CPU, but handed to a worker thread it took ~10x that
-in wall time in a busy scheduler: the thread and the event loop (binds, Events, watch decoding of the previous
-gangs) fight over the GIL, and the result then waits its turn in the loop's ready queue (measured at 1,000 nodes:
-3.5 ms CPU, 11 ms in the thread, 23 ms until the cycle resumed). So `place` runs on the loop thread while solves
-stay short (`Solver`): whenever the previous solve took at most `inline_solve_limit` seconds of CPU. After a longer one
-(CP-SAT, which releases the GIL while it searches) the solves run in a worker thread until one is short again,
-so a run of long solves blocks the loop at most once. CPU time, not wall time, decides, so a solve slowed by a
-busy machine does not flip the mode. Each cycle first yields to the loop, so binds and informer events of
-earlier gangs keep flowing between cycles.
+Where the solver runs (inline on the loop or in a worker thread) is `grove_sched.solver`'s choice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
@@ -67,7 +58,7 @@ from grove_sched.model import (
     Status,
     Unschedulable,
 )
-from grove_sched.placement import Snapshot, assumed_pods, place
+from grove_sched.placement import Snapshot, assumed_pods
 from grove_sched.pod_status import PodStatusWriter
 from grove_sched.podgang_status import (
     REASON_INVALID,
@@ -80,33 +71,15 @@ from grove_sched.podgang_status import (
 from grove_sched.postfilter import NoPostFilter, PostFilter
 from grove_sched.queue import QueueClosed, SchedulingQueue
 from grove_sched.reservations import Reservations, is_reservation_key
+from grove_sched.solver import Solver
 from grove_sched.source import GangSource
 from grove_sched.tenancy import QueueGate
 
-__all__ = ["Scheduler", "Solver"]
+__all__ = ["Scheduler"]
 
 log = structlog.get_logger("grove_sched.scheduler")
 Obj = Mapping[str, Any]
 _ATTEMPT = {Code.UNSCHEDULABLE: "unschedulable", Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "unresolvable"}
-
-
-class Solver:
-    """Runs `place` on the loop thread while solves are short, else in a worker thread (module docstring)."""
-
-    def __init__(self, options: PlacementOptions | None = None, inline_limit: float = 0.02) -> None:
-        self.options = options or PlacementOptions()
-        self._inline_limit = inline_limit
-        self._last_cpu = 0.0
-
-    async def solve(self, snapshot: Snapshot, request: GangRequest) -> PlacementResult:
-        """`place(snapshot, request)`, inline or in a worker thread."""
-        if self._inline_limit > 0 and self._last_cpu <= self._inline_limit:
-            result, self._last_cpu = _timed_place(snapshot, request, self.options)
-            if self._last_cpu > self._inline_limit:
-                log.debug("long solve on the loop, the next one runs in a worker thread", gang=request.name)
-            return result
-        result, self._last_cpu = await asyncio.to_thread(_timed_place, snapshot, request, self.options)
-        return result
 
 
 class Scheduler:
@@ -462,10 +435,3 @@ class Scheduler:
 
     def _publish_pending(self) -> None:
         self.metrics.set_pending({room.value: n for room, n in self.queue.counts().items()})
-
-
-def _timed_place(snapshot: Snapshot, request: GangRequest, options: PlacementOptions) -> tuple[PlacementResult, float]:
-    """`place` and the CPU seconds it took on the calling thread."""
-    start = time.thread_time()
-    result = place(snapshot, request, options)
-    return result, time.thread_time() - start

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from grove_sched import scheduler as scheduler_module
+from grove_sched import solver as solver_module
 from grove_sched.model import Code, GangRequest, Status, Unschedulable
-from grove_sched.scheduler import Solver
+from grove_sched.solver import Solver
 
 REQUEST = GangRequest("g", "default", ())
 
@@ -33,7 +33,7 @@ class FakePlace:
 async def test_after_a_long_solve_solves_run_in_a_thread_until_one_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """Short solves stay on the loop; one over the limit sends the next ones to a worker until one is short."""
     fake = FakePlace()
-    monkeypatch.setattr(scheduler_module, "place", fake)
+    monkeypatch.setattr(solver_module, "place", fake)
     solver = Solver(inline_limit=0.005)
     for cpu in (0.0, 0.02, 0.02, 0.0, 0.0):
         fake.cpu = cpu
@@ -44,7 +44,7 @@ async def test_after_a_long_solve_solves_run_in_a_thread_until_one_is_short(monk
 async def test_limit_zero_always_uses_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """`inline_solve_limit=0` keeps the solver off the loop thread entirely."""
     fake = FakePlace()
-    monkeypatch.setattr(scheduler_module, "place", fake)
+    monkeypatch.setattr(solver_module, "place", fake)
     solver = Solver(inline_limit=0.0)
     await solver.solve(None, REQUEST)  # type: ignore[arg-type]
     await solver.solve(None, REQUEST)  # type: ignore[arg-type]
