@@ -276,10 +276,11 @@ class SolverStats:
     `path` is "greedy" or "cpsat" (whose plan was returned; "none" for Unschedulable). `status` is the CP-SAT
     status name (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN), or ZERO_COST when greedy found a zero-cost plan (optimal,
     no solve), AT_BOUND when greedy's plan meets a lower bound valid for every candidate domain of a required
-    deciding level (optimal, no solve), GREEDY when CP-SAT was disabled or had nothing it may improve
-    (refine="structure" and greedy's plan already at the structural floors), NONE when nothing ran. `model` is
-    "class", "node" (per-node count fallback when patterns explode) or "none". `num_classes` counts decision units
-    (classes or nodes).
+    deciding level (optimal, no solve), AT_MODEL_BOUND when it meets a lower bound of every placement on the
+    nodes CP-SAT would model (nothing there for CP-SAT to improve, no solve), GREEDY when CP-SAT was disabled or
+    had nothing it may improve (refine="structure" and greedy's plan already at the structural floors), NONE when
+    nothing ran. `model` is "class", "node" (per-node count fallback when patterns explode) or "none".
+    `num_classes` counts decision units (classes or nodes).
     """
 
     path: str

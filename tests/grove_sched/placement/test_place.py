@@ -214,6 +214,26 @@ def test_greedy_plan_at_the_bound_of_every_candidate_rack_is_proven_without_a_so
         assert result.assignments == {"a-0": "n0"}
 
 
+def test_greedy_plan_at_the_bound_of_the_modelled_rack_skips_the_solve() -> None:
+    """Greedy visits only the exact-fit rack r0 (`max_greedy_domains=1`), and its plan there meets r0's lower
+    bound, so CP-SAT over r0 (all "auto" models) could only confirm it: no solve, status AT_MODEL_BOUND, the
+    greedy-only placement, and not proven (the unvisited rack r1 has less room); with `refine="all"` CP-SAT also
+    models r1 and finds the better plan there."""
+    nodes = [node(f"n{i}", f"r{i // 2}", 8) for i in range(4)]
+    pods = [bound("b0", "n0", gpu=6), bound("b2", "n2", gpu=5), bound("b3", "n3", gpu=8)]
+    g = gang(group("a", 1, gpu=2), required=RACK_KEY)
+    snap = Snapshot.build(nodes, pods)
+    skipped = _placed(place(snap, g, PlacementOptions(max_greedy_domains=1)))
+    greedy = _placed(place(snap, g, PlacementOptions(use_cpsat=False, max_greedy_domains=1)))
+    assert skipped.stats.status == "AT_MODEL_BOUND"
+    assert skipped.stats.num_variables == 0
+    assert skipped.assignments == greedy.assignments == {"a-0": "n0"}
+    assert skipped.score == greedy.score < 1.0
+    exact = _placed(place(snap, g, PlacementOptions(refine="all", max_greedy_domains=1)))
+    assert exact.stats.path == "cpsat"
+    assert exact.assignments == {"a-0": "n2"}
+
+
 def test_assumed_placement_is_not_double_booked() -> None:
     """Placing the same gang again on `with_assumed` uses the remaining room without over-commit."""
     nodes = _racks(2, 2)
