@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
@@ -103,8 +103,11 @@ class Client(Protocol):
         """DELETE the object (raises ``NotFound``)."""
         ...
 
-    async def bind(self, namespace: str, pod: str, node: str, *, uid: str | None = None) -> None:
-        """Bind a pod to a node through ``pods/{name}/binding``."""
+    async def bind(
+        self, namespace: str, pod: str, node: str, *, uid: str | None = None, fence: Callable[[], bool] | None = None
+    ) -> None:
+        """Bind a pod to a node through ``pods/{name}/binding``; with ``fence``, every attempt (retries included)
+        is sent only while it returns True, else :class:`~grove_runtime.errors.Fenced`."""
         ...
 
     def watch(
@@ -204,10 +207,15 @@ class KubeClient:
         query: Sequence[tuple[str, Any]] = (),
         body: Any = None,
         content_type: str = "application/json",
+        fence: Callable[[], bool] | None = None,
     ) -> Obj:
-        """One API call with retries on 429/5xx/connection loss; returns the parsed JSON body."""
+        """One API call with retries on 429/5xx/connection loss; returns the parsed JSON body. With ``fence``,
+        each attempt is sent only while it returns True (a retry waits a backoff, during which a leader may lose
+        its lease: checking once before the first attempt would let a deposed leader's retry through)."""
         async for attempt in retrying(self._retry, self._clock):
             with attempt:
+                if fence is not None and not fence():
+                    raise errors.Fenced(f"{method} {path}: not sent, this process no longer leads")
                 resp = await self._request_once(method, path, query=query, body=body, content_type=content_type)
                 try:
                     return await read_json(resp)
@@ -352,8 +360,11 @@ class KubeClient:
             body["preconditions"] = dict(preconditions)
         return await self.request("DELETE", rt.object_path(namespace, name), body=body)
 
-    async def bind(self, namespace: str, pod: str, node: str, *, uid: str | None = None) -> None:
-        """POST ``pods/{pod}/binding``; raises ``Conflict`` if already bound, ``NotFound`` if gone."""
+    async def bind(
+        self, namespace: str, pod: str, node: str, *, uid: str | None = None, fence: Callable[[], bool] | None = None
+    ) -> None:
+        """POST ``pods/{pod}/binding``; raises ``Conflict`` if already bound, ``NotFound`` if gone, ``Fenced`` when
+        ``fence`` says no before an attempt."""
         meta: Obj = {"name": pod, "namespace": namespace}
         if uid:
             meta["uid"] = uid
@@ -363,7 +374,7 @@ class KubeClient:
             "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        await self.request("POST", PODS.object_path(namespace, pod, "binding"), body=body)
+        await self.request("POST", PODS.object_path(namespace, pod, "binding"), body=body, fence=fence)
 
     @contextlib.asynccontextmanager
     async def watch(

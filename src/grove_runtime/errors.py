@@ -17,6 +17,8 @@ retries only :class:`TooManyRequests`, :class:`ServerError` and :class:`Connecti
     │   └── TooManyRequests       429 (honour retry_after)
     ├── ServerError               5xx
     └── ConnectionLost            no HTTP answer at all (status 0)
+
+:class:`Fenced` is not an API error: a fenced request (``fence`` said this process no longer leads) was not sent.
 """
 
 from __future__ import annotations
@@ -124,6 +126,10 @@ class ConnectionLost(ApiError):
     """The connection failed or dropped before an HTTP status arrived; retried."""
 
     status = 0
+
+
+class Fenced(Exception):
+    """A fenced request was not sent (not even as a retry): its fence said this process no longer leads."""
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {

@@ -12,8 +12,11 @@ counts the bind as successful if the pod sits on the intended node.
 
 Every write is fenced: right before each bind or delete the binder asks `leading` (the elector's fence) and, once
 it says no, sends nothing more and raises `LeadershipLost`: a scheduler frozen past its lease must not act on
-waking. A gang left partly bound that way is not rolled back (that would be a write too): the next leader
-completes it or rolls it back.
+waking. A bind's retries are fenced too (the client asks `leading` before every attempt): a bind answered 429 or
+5xx waits a backoff before it is sent again, and a leader frozen or deposed meanwhile must not send it then (the
+chaos suite caught exactly that: the retry of a frozen leader bound a pod onto capacity its successor had
+given to another gang, and the kubelet refused it `OutOfnvidia.com/gpu`). A gang left partly bound that way is not
+rolled back (that would be a write too): the next leader completes it or rolls it back.
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ log = structlog.get_logger("grove_sched.binder")
 class BindClient(Protocol):
     """The three API calls the binder makes (a subset of `grove_runtime.client.Client`)."""
 
-    async def bind(self, namespace: str, pod: str, node: str, *, uid: str | None = None) -> None:
-        """POST pods/{pod}/binding."""
+    async def bind(
+        self, namespace: str, pod: str, node: str, *, uid: str | None = None, fence: Callable[[], bool] | None = None
+    ) -> None:
+        """POST pods/{pod}/binding; each attempt (retries too) only while `fence` holds, else `errors.Fenced`."""
         ...
 
     async def get(self, rt: ResourceType, name: str, namespace: str = "") -> dict[str, Any]:
@@ -122,7 +127,13 @@ class Binder:
                     abort.set()
                     failed[pod] = "skipped: leadership lost"
                     return
-                error = await self._bind_one(plan.namespace, pod, node, plan.uids.get(pod) or None)
+                try:
+                    error = await self._bind_one(plan.namespace, pod, node, plan.uids.get(pod) or None)
+                except errors.Fenced:  # leadership lost while the client waited to retry
+                    fenced = True
+                    abort.set()
+                    failed[pod] = "skipped: leadership lost"
+                    return
             if error is None:
                 bound.append(pod)
                 return
@@ -180,7 +191,7 @@ class Binder:
     async def _bind_one(self, namespace: str, pod: str, node: str, uid: str | None) -> str | None:
         """None on success, else why the bind failed."""
         try:
-            await self._client.bind(namespace, pod, node, uid=uid)
+            await self._client.bind(namespace, pod, node, uid=uid, fence=self.leading)
             return None
         except errors.Conflict as exc:
             try:

@@ -22,7 +22,7 @@ from grove_runtime.informer import Informer, running
 from grove_runtime.keys import ObjectKey
 from grove_runtime.leaderelection import LeaderElector
 from grove_runtime.manager import Manager
-from grove_runtime.resources import CONFIGMAPS, LEASES
+from grove_runtime.resources import CONFIGMAPS, LEASES, NODES, PODS
 from grove_sim.http.fault_config import FaultConfig
 from grove_sim.server import SIM_TOKEN, SimServer
 from grove_sim.testing import SimCluster
@@ -122,3 +122,28 @@ async def test_stop_does_not_wait_for_an_unreachable_api_server(
     await set_faults(faulty, None)
     lease = await fast_client.get(LEASES, "mgr", namespace)
     assert lease["spec"]["holderIdentity"] == "m1"
+
+
+async def test_a_fenced_bind_is_not_retried_once_the_fence_falls(faulty: SimCluster, fast_client: KubeClient) -> None:
+    """A bind answered 503 is retried after a backoff; a leader that lost its lease meanwhile (its fence now says
+    no) must not send the retry: it raises Fenced and the pod stays unbound. Without the per-attempt fence a
+    deposed scheduler's retry could bind onto capacity its successor already gave away."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fenced", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
+    await fast_client.create(PODS, pod)
+    node = (await fast_client.list(NODES))["items"][0]["metadata"]["name"]
+    await set_faults(
+        faulty, {"errors": [{"code": 503, "rate": 1.0, "verbs": ["create"], "resources": ["pods/binding"]}]}
+    )
+    asked: list[bool] = []
+
+    def fence() -> bool:  # leading for the first attempt only
+        asked.append(True)
+        return len(asked) == 1
+
+    with pytest.raises(errors.Fenced):
+        await fast_client.bind("default", "fenced", node, fence=fence)
+    assert await injected(faulty, "error_503") >= 1
+    assert len(asked) == 2  # asked before the first attempt and before the retry, which it stopped
+    await set_faults(faulty, None)
+    assert not (await fast_client.get(PODS, "fenced", "default"))["spec"].get("nodeName")

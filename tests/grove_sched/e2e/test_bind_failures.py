@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from grove_runtime.client import KubeClient
@@ -29,11 +30,13 @@ class DeleteBeforeBind:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
-    async def bind(self, namespace: str, pod: str, node: str, *, uid: str | None = None) -> None:
+    async def bind(
+        self, namespace: str, pod: str, node: str, *, uid: str | None = None, fence: Callable[[], bool] | None = None
+    ) -> None:
         self.binds.append(pod)
         if pod == self.victim:
             await self._real.delete(PODS, pod, namespace, grace_period_seconds=0)
-        await self._real.bind(namespace, pod, node, uid=uid)
+        await self._real.bind(namespace, pod, node, uid=uid, fence=fence)
 
 
 async def test_bind_rejected_mid_gang_rolls_back(cluster: SimCluster, client: KubeClient) -> None:

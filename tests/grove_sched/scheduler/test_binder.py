@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -24,7 +24,9 @@ class FakeApi:
         self.active = 0
         self.peak = 0
 
-    async def bind(self, namespace: str, pod: str, node: str, *, uid: str | None = None) -> None:
+    async def bind(
+        self, namespace: str, pod: str, node: str, *, uid: str | None = None, fence: Callable[[], bool] | None = None
+    ) -> None:
         self.active += 1
         self.peak = max(self.peak, self.active)
         await asyncio.sleep(0)
@@ -125,7 +127,9 @@ async def test_a_fenced_binder_sends_nothing_more_and_rolls_nothing_back() -> No
     sent: list[str] = []
     original = api.bind
 
-    async def bind(namespace: str, pod: str, node: str, *, uid: str | None = None) -> None:
+    async def bind(
+        namespace: str, pod: str, node: str, *, uid: str | None = None, fence: Callable[[], bool] | None = None
+    ) -> None:
         sent.append(pod)
         await original(namespace, pod, node, uid=uid)
 
