@@ -224,11 +224,12 @@ def rolling_update(cluster: Cluster, pcs: str = "llm", timeout: float = 60.0) ->
 
 def report_solve_time(text: str) -> None:
     """Median-free summary from the scheduler's own Prometheus metrics: gangs placed and mean solve time."""
-    values = {}
+    values: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith(("grove_scheduler_solve_duration_seconds_", "grove_scheduler_pods_bound")):
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
+            series, _, value = line.rpartition(" ")
+            name = series.partition("{")[0]  # the series of every label (scheduler_name) summed
+            values[name] = values.get(name, 0.0) + float(value)
     count = values.get("grove_scheduler_solve_duration_seconds_count", 0.0)
     total = values.get("grove_scheduler_solve_duration_seconds_sum", 0.0)
     if count:
@@ -236,7 +237,7 @@ def report_solve_time(text: str) -> None:
     print(f"pods bound by grove-scheduler: {values.get('grove_scheduler_pods_bound_total', 0.0):.0f}")
 
 
-def startup_order(cluster: Cluster, timeout: float = 60.0) -> None:
+def startup_order(cluster: Cluster, timeout: float = 120.0) -> None:
     """Apply the Explicit-order example and print when each clique became Ready, relative to the first pod."""
     cluster.kubectl("apply", "-f", str(ROOT / "examples" / "startup-order.yaml"))
     selector = "app.kubernetes.io/part-of=ordered"

@@ -38,8 +38,10 @@ OVERLAY = ROOT / "deploy" / "overlays" / "sim"
 NAMESPACE = "grove-system"
 BOLD, DIM, RESET = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-READY_DELAY = 0.5
-"""Seconds from a pod's start to Ready in the simulated cluster, so startup order is visible in the times."""
+READY_DELAY = 1.0
+"""Seconds from a pod's start to Ready in the simulated cluster, so startup order is visible in the times: at
+least 1 s, because Ready times (`lastTransitionTime`) have whole seconds, and a child Ready less than a second after
+its parents could share their second and read as "not after them"."""
 METRICS_PORT = 8080
 """The local port of the documented `kubectl port-forward ... 8080:8080` (another free one when it is taken)."""
 PR_SET_PDEATHSIG = 1
