@@ -180,6 +180,7 @@ class SimServer:
             self.namespaces.queue,
             self.tokens.queue,
             self.endpoints.queue,
+            self.event_ttl.queue,
             *self.kubelet.queues(),
             *self._workload_queues(),
         ]
@@ -193,7 +194,6 @@ class SimServer:
         """Start controllers, seed the cluster and listen; returns the base URL."""
         for queue in self._queues():
             queue.start()
-        self.event_ttl.start()
         self.namespaces.seed()
         if self.context.authorizer is not None:
             self._seed_policy()
@@ -240,7 +240,6 @@ class SimServer:
             self._runner = None
         await self.webhook_transport.close()
         await self.kubelet.stop_tasks()
-        await self.event_ttl.stop()
         for queue in self._queues():
             await queue.stop()
         if self.context.audit is not None:

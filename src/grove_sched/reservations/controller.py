@@ -19,6 +19,7 @@ from grove_runtime.cache import Cache
 from grove_runtime.client import Client
 from grove_runtime.clock import Clock
 from grove_runtime.errors import ApiError
+from grove_runtime.keys import ObjectKey
 from grove_runtime.resources import PODS, ResourceType
 from grove_sched.events import EventSink
 from grove_sched.gangs import GangKey
@@ -76,6 +77,8 @@ class Reservations:
         self._overlay: dict[str, dict[str, Any]] = {}
         self._parsed: dict[str, tuple[tuple[str, str], ReservationView]] = {}
         self._timers: dict[str, asyncio.Task[None]] = {}
+        self._writes: set[asyncio.Task[None]] = set()
+        """Status patches in flight (kept referenced until done, as asyncio requires of a background task)."""
         self.wake: Callable[[GangKey], None] = lambda _key: None
 
     def views(self) -> list[ReservationView]:
@@ -111,9 +114,16 @@ class Reservations:
             task.cancel()
 
     def _usage(self, views: Sequence[ReservationView]) -> dict[str, dict[str, dict[str, int]]]:
+        """What each Available reservation's owners use, reading only their pods (every cycle asks: a list of all
+        pods would cost the cycle O(pods)), unless some owner is known by uid alone."""
         live = [v for v in views if v.phase == PHASE_AVAILABLE and v.current_owners]
-        pods = self._informers.list(PODS) if live else []
-        return {v.name: owner_usage(v, pods) for v in live}
+        return {v.name: owner_usage(v, self._owner_pods(v)) for v in live}
+
+    def _owner_pods(self, view: ReservationView) -> Iterable[Obj]:
+        if len(view.owner_pods) < len(view.current_owners):
+            return self._informers.list(PODS)
+        found = (self._informers.get(PODS, ObjectKey(namespace, name)) for namespace, name in view.owner_pods)
+        return [pod for pod in found if pod is not None]
 
     def all_holds(self) -> list[BoundPod]:
         """What every Available reservation still holds, as phantom pods (for a gang that owns none)."""
@@ -161,7 +171,7 @@ class Reservations:
             self._write(name, status, "Allocated", f"{len(placed)} owner pod(s) placed into the reservation")
 
     def _current(self, name: str) -> list[dict[str, Any]]:
-        obj = next((o for o in self._informers.list(RESERVATIONS) if o["metadata"].get("name") == name), {})
+        obj = self._informers.get(RESERVATIONS, ObjectKey("", name)) or {}
         status = {**(obj.get("status") or {}), **self._overlay.get(name, {})}
         return [dict(o) for o in status.get("currentOwners") or ()]
 
@@ -229,7 +239,9 @@ class Reservations:
         body = {"status": {**status, "conditions": [condition]}}
         log.info("reservation", reservation=name, reason=reason, message=message, phase=status.get("phase"))
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(self._patch(name, body, reason, message))
+            task = asyncio.get_running_loop().create_task(self._patch(name, body, reason, message))
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
 
     async def _patch(self, name: str, body: Obj, reason: str, message: str) -> None:
         try:

@@ -71,6 +71,8 @@ class ReservationView:
     unschedulable: bool = False
     current_owners: frozenset[str] = frozenset()
     """UIDs of the owner pods placed into it (`status.currentOwners`)."""
+    owner_pods: tuple[tuple[str, str], ...] = ()
+    """(namespace, name) of those owners, where `status.currentOwners` names them (it does when we wrote it)."""
     problems: tuple[str, ...] = field(default=())
 
     def expired(self, now: float) -> bool:
@@ -112,6 +114,7 @@ def parse_reservation(obj: Obj) -> ReservationView:
             problems.append(f"spec.ttl: {spec['ttl']!r} is not a duration")
         elif created is not None:
             expires_at = created + ttl
+    owners = [o for o in status.get("currentOwners") or () if isinstance(o, Mapping)]
     nodes = tuple(str(n) for n in status.get("nodeNames") or ()) or (
         (str(status["nodeName"]),) if status.get("nodeName") else ()
     )
@@ -127,8 +130,9 @@ def parse_reservation(obj: Obj) -> ReservationView:
         allocate_once=spec.get("allocateOnce") is not False,
         expires_at=expires_at,
         unschedulable=spec.get("unschedulable") is True,
-        current_owners=frozenset(
-            str(o.get("uid")) for o in status.get("currentOwners") or () if isinstance(o, Mapping) and o.get("uid")
+        current_owners=frozenset(str(o.get("uid")) for o in owners if o.get("uid")),
+        owner_pods=tuple(
+            (str(o.get("namespace") or ""), str(o["name"])) for o in owners if o.get("uid") and o.get("name")
         ),
         problems=tuple(problems),
     )

@@ -28,10 +28,15 @@ from grove_sched.tenancy.held import HeldCounter
 from grove_sched.tenancy.policy import add, distance, gang_vector, limit_breach, rollup
 from grove_sched.tenancy.spec import KAI_RESOURCES, RESOURCES, QueueSpec, Vector, parse_queue, vector_of, zero
 
-__all__ = ["DEFAULT_QUEUE", "Figures", "QueueBook", "queue_of"]
+__all__ = ["DEFAULT_QUEUE", "Figures", "QueueBook", "gang_ask", "queue_of"]
 
 DEFAULT_QUEUE = "default-queue"
 Obj = Mapping[str, Any]
+
+
+def gang_ask(gang: ReadyGang) -> Vector:
+    """What a gang's pods request, as a queue vector."""
+    return gang_vector([ref.requests or group.requests for group in gang.request.groups for ref in group.pods])
 
 
 def queue_of(podgang: Obj | None, pods: Iterable[Obj], default: str) -> str:
@@ -111,13 +116,9 @@ class QueueBook:
         self._snapshot = snapshot
         self._held_by_gang = None
         held = self._counter.count(snapshot)
-        cap = [0.0, 0.0, 0.0]
-        for name, queue_name in KAI_RESOURCES.items():
-            column = snapshot.resource_index(name)
-            if column is not None:
-                usable = snapshot.allocatable[~snapshot.unschedulable, column]
-                cap[RESOURCES.index(queue_name)] = float(usable.sum()) * (1e-6 if queue_name == "memory" else 1.0)
-        capacity = (cap[0], cap[1], cap[2])
+        schedulable = snapshot.allocatable[~snapshot.unschedulable]
+        columns = {name: snapshot.resource_index(name) for name in KAI_RESOURCES}
+        capacity = vector_of({name: int(schedulable[:, c].sum()) for name, c in columns.items() if c is not None})
         if held != self._held or capacity != self._capacity:
             self._held, self._capacity = held, capacity
             self._changed()
@@ -177,7 +178,7 @@ class QueueBook:
     def admit(self, gang: ReadyGang, podgang: Obj | None) -> tuple[str, str | None]:
         """The gang's queue, and why it may not be placed now (unknown queue, a limit), or None."""
         queue = queue_of(podgang, gang.pods.values(), self.default_queue)
-        ask = gang_vector([ref.requests or group.requests for group in gang.request.groups for ref in group.pods])
+        ask = gang_ask(gang)
         self.pending(gang.key, queue, ask)
         if queue not in self.queues:
             return queue, (

@@ -14,14 +14,14 @@ With no Queue in the cluster every hook is neutral.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from grove_sched.gangs import GangKey, ReadyGang
 from grove_sched.model import Code, Status
 from grove_sched.placement import Snapshot
 from grove_sched.preemption import VictimGang
-from grove_sched.tenancy.book import QueueBook, queue_of
+from grove_sched.tenancy.book import QueueBook, gang_ask, queue_of
 from grove_sched.tenancy.policy import Candidate, gang_vector, reclaimable, under_fair_share
 from grove_sched.tenancy.spec import zero
 
@@ -36,7 +36,7 @@ class QueueGate:
     def __init__(self, book: QueueBook) -> None:
         self.book = book
         self._snapshot: Snapshot | None = None
-        self.podgang_of: Any = lambda _key: None
+        self.podgang_of: Callable[[GangKey], Obj | None] = lambda _key: None
         """GangKey → PodGang object or None (set by the app; the preemptor's gangs carry no PodGang)."""
 
     def admit(self, gang: ReadyGang, podgang: Obj | None, snapshot: Snapshot) -> Status | None:
@@ -66,7 +66,7 @@ class QueueGate:
         holdings = book.holdings()
         same = [v for v in found if v.priority < priority and holdings.get(v.key, ("", zero()))[0] == queue]
         figures = book.figures()
-        ask = gang_vector([ref.requests or group.requests for group in gang.request.groups for ref in group.pods])
+        ask = gang_ask(gang)
         if queue not in book.queues or not under_fair_share(
             figures.allocated.get(queue, zero()), figures.fair.get(queue, zero()), ask
         ):
@@ -86,7 +86,7 @@ class QueueGate:
 class QueueEvents:
     """Queue informer handler: keep the book current and wake waiting gangs (a queue appeared, a limit rose)."""
 
-    def __init__(self, book: QueueBook, wake: Any) -> None:
+    def __init__(self, book: QueueBook, wake: Callable[[], object]) -> None:
         self.book = book
         self.wake = wake
 

@@ -20,13 +20,13 @@ from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.errors import NotFound
 from grove_runtime.resources import ResourceType
 from grove_sched.tenancy.book import Figures, QueueBook
-from grove_sched.tenancy.spec import RESOURCES, Vector, zero
+from grove_sched.tenancy.spec import KAI_RESOURCES, RESOURCES, Vector, zero
 
 __all__ = ["QUEUES", "QueueMetrics", "QueueStatusWriter", "queue_status"]
 
 log = structlog.get_logger("grove_sched.tenancy")
 QUEUES = ResourceType("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False)
-_LIST_NAMES = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}
+_LIST_NAMES = {queue_name: name for name, queue_name in KAI_RESOURCES.items()}
 
 
 def _quantity(resource: str, amount: float) -> str:

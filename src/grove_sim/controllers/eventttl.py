@@ -13,12 +13,12 @@ is skipped when it comes due. The deque holds one entry per write within the las
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import deque
 from collections.abc import Callable
 
+from grove_sim.controllers.workqueue import WorkQueue
 from grove_sim.machinery import errors
 from grove_sim.registry.core import Core
 from grove_sim.storage.store import Event
@@ -29,27 +29,30 @@ DEFAULT_EVENT_TTL = 3600.0
 """kube-apiserver's ``--event-ttl`` default (1 h)."""
 
 _EVENTS = ("", "events")
+_KEY = "expire"
 _log = logging.getLogger(__name__)
 
 
 class EventTTL:
-    """Deletes Events not written for ``ttl`` seconds; ``expire`` runs every ``period`` seconds once started."""
+    """Deletes Events not written for ``ttl`` seconds, on its work queue: woken by the first write after an idle
+    spell, then at each next due time."""
 
     def __init__(
         self, core: Core, ttl: float = DEFAULT_EVENT_TTL, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._core = core
         self.ttl = ttl
-        self.period = min(60.0, max(0.05, ttl / 10))
         self._clock = clock
         self._due: deque[tuple[float, str, str, str]] = deque()
-        self._task: asyncio.Task[None] | None = None
+        self.queue: WorkQueue[str] = WorkQueue("event-ttl", self._sync)
         core.store.add_listener(self._on_event)
 
     def _on_event(self, event: Event) -> None:
         if event.key != _EVENTS or event.type == "DELETED":
             return
         meta = event.obj["metadata"]
+        if not self._due:
+            self.queue.add(_KEY)
         self._due.append((self._clock() + self.ttl, meta.get("namespace", ""), meta["name"], meta["resourceVersion"]))
 
     def pending(self) -> int:
@@ -72,18 +75,7 @@ class EventTTL:
                 _log.debug("expired event %s/%s not deleted: %s", namespace, name, exc)
         return deleted
 
-    def start(self) -> None:
-        """Expire Events every ``period`` seconds on the running loop."""
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="grove-sim-event-ttl")
-
-    async def stop(self) -> None:
-        """Stop expiring."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.period)
-            self.expire()
+    def _sync(self, _key: str) -> None:
+        self.expire()
+        if self._due:
+            self.queue.add_after(_KEY, self._due[0][0] - self._clock())

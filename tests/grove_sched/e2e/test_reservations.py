@@ -123,3 +123,37 @@ async def test_a_higher_priority_gang_does_not_preempt_a_reservation(cluster: Si
         assert "preemption" in await eventually(refused)
         assert await bound_nodes(client, "vip") == {}
         assert await available()
+
+
+async def test_what_an_owner_uses_is_no_longer_held(cluster: SimCluster, client: KubeClient) -> None:
+    """A reservation of 2 x 2 GPUs that stays Available after use (`allocateOnce: false`): once its owner's two
+    2-GPU pods sit in it, those GPUs count once (used, no longer held), so the other 60 of the 64 GPUs take a
+    non-owner's 30 pods of 2 GPUs; counted twice, only 56 would be left."""
+    body = reservation("shared", "owner")
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"nvidia.com/gpu": "2"},
+        "limits": {"nvidia.com/gpu": "2"},
+    }
+    body["spec"]["allocateOnce"] = False
+    async with running_scheduler(cluster.kubeconfig):
+        await client.create(RESERVATIONS, body)
+
+        async def available() -> Obj | None:
+            status = (await client.get(RESERVATIONS, "shared")).get("status") or {}
+            return status if status.get("phase") == "Available" else None
+
+        async def owners_recorded() -> Obj | None:
+            status = (await client.get(RESERVATIONS, "shared")).get("status") or {}
+            return status if len(status.get("currentOwners") or ()) == 2 else None
+
+        reserved = (await eventually(available))["nodeNames"]
+        await make_gang(client, "owner", {"w": (2, 2, 2)})
+        assert (await eventually(owners_recorded))["phase"] == "Available"
+        assert sorted((await bound_nodes(client, "owner")).values()) == sorted(reserved)
+        await make_gang(client, "other", {"w": (30, 30, 2)})
+
+        async def other_bound() -> dict[str, str] | None:
+            found = await bound_nodes(client, "other")
+            return found if len(found) == 30 else None
+
+        await eventually(other_bound)
