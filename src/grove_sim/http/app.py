@@ -103,6 +103,10 @@ def make_app(ctx: ApiContext) -> web.Application:
             return json_response(exc.status(), exc.code)
         except web.HTTPException:
             raise
+        except ConnectionResetError:
+            # The client went away mid-request (a killed program): no one to answer, and nothing went wrong here.
+            _log.debug("client gone during %s %s", request.method, request.path_qs)
+            return web.Response(status=499)
         except Exception as exc:
             _log.exception("internal error serving %s %s", request.method, request.path_qs)
             return json_response(errors.status_body(500, "InternalError", f"Internal error occurred: {exc}"), 500)

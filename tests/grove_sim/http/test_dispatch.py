@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 
 import aiohttp
 import pytest
+from yarl import URL
 
 from grove_sim.testing import SimCluster
 
@@ -61,3 +63,26 @@ async def test_routed_subresource_verbs_reach_their_handlers(cluster: SimCluster
         async with http.post("/api/v1/namespaces/default/pods/q/binding", json=binding) as bound:
             assert bound.status == 201
             assert (await bound.json())["status"] == "Success"
+
+
+async def test_a_client_gone_mid_body_is_not_an_internal_error(
+    cluster: SimCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A program killed while sending a request body (the chaos suite's SIGKILLs) leaves no traceback in the
+    server's log, and the server goes on answering."""
+    url = URL(cluster.url)
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    head = (
+        "PATCH /api/v1/namespaces/default/pods/p HTTP/1.1\r\nHost: sim\r\n"
+        "Content-Type: application/merge-patch+json\r\nContent-Length: 1000\r\n\r\n"
+    )
+    writer.write(head.encode() + b'{"metadata": ')
+    await writer.drain()
+    await asyncio.sleep(0.2)  # the server is now waiting for the rest of the body
+    writer.close()
+    await writer.wait_closed()
+    del reader
+    async with aiohttp.ClientSession(cluster.url) as http, http.get("/api/v1/namespaces/default/pods") as response:
+        assert response.status == 200
+    await asyncio.sleep(0.2)
+    assert not [r for r in caplog.records if "internal error" in r.getMessage()], caplog.text
