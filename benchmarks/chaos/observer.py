@@ -325,3 +325,14 @@ def differences(got: Mapping[str, Any], want: Mapping[str, Any]) -> Iterable[str
     for name in sorted(set(got) | set(want)):
         if got.get(name) != want.get(name):
             yield name
+
+
+def entry_diff(chaos: Mapping[str, list[str]] | None, fault_free: Mapping[str, list[str]] | None) -> dict[str, Any]:
+    """Per kind, the digest entries only the chaos run has and those only the fault-free run has (what to look at)."""
+    chaos, fault_free = chaos or {}, fault_free or {}
+    out: dict[str, Any] = {}
+    for kind in sorted(set(chaos) | set(fault_free)):
+        mine, theirs = set(chaos.get(kind, [])), set(fault_free.get(kind, []))
+        if mine != theirs:
+            out[kind] = {"chaos_only": sorted(mine - theirs), "fault_free_only": sorted(theirs - mine)}
+    return out

@@ -36,7 +36,7 @@ from benchmarks.chaos.disrupt import (
     sim_fault_counters,
     write_kubeconfig,
 )
-from benchmarks.chaos.observer import PCS, PCSG, Observer, differences, observing
+from benchmarks.chaos.observer import PCS, PCSG, Observer, differences, entry_diff, observing
 from benchmarks.e2e.procs import Child, free_port, memory_mib
 from benchmarks.sim_throughput_proc import SimProcess
 from grove_runtime import errors
@@ -256,11 +256,13 @@ async def _chaos_phase(config: ChaosConfig, sim: SimProcess, workdir: Path, prog
             reference_digest = observer.digest(REFERENCE, template_hash=config.rolling_updates)
             diverged = list(differences(reference_digest, chaos_digest))
             for name in diverged:
-                observer.violate("diverged-from-fault-free", name, "final state differs from a fault-free run's")
+                diff = entry_diff(chaos_digest.get(name), reference_digest.get(name))
+                observer.violate("diverged-from-fault-free", name, f"differs from a fault-free run: {diff}")
             result["diverged"] = [
-                {"pcs": name, "chaos": chaos_digest.get(name), "fault_free": reference_digest.get(name)}
+                {"pcs": name, "differs": entry_diff(chaos_digest.get(name), reference_digest.get(name)),
+                 "chaos": chaos_digest.get(name), "fault_free": reference_digest.get(name)}
                 for name in diverged[:5]
-            ]
+            ]  # fmt: skip
             await _delete_all(client, observer, REFERENCE, config.converge_timeout)
             observer.check()
             result["actions"] = dict(driver.actions)

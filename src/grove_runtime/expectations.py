@@ -25,6 +25,7 @@ class _Record:
     dels: int
     since: float
     deleting: set[str] = field(default_factory=set)
+    overdue_told: bool = False
 
 
 class Expectations(Generic[K]):
@@ -97,6 +98,20 @@ class Expectations(Generic[K]):
         if rec.adds <= 0 and rec.dels <= 0:
             return True
         return self._clock.monotonic() - rec.since >= self._timeout
+
+    def outstanding_for(self, key: K) -> float | None:
+        """Seconds the unmet expectations of ``key`` have been waiting (None when :meth:`satisfied`)."""
+        if self.satisfied(key):
+            return None
+        return self._clock.monotonic() - self._records[key].since
+
+    def tell_overdue(self, key: K) -> bool:
+        """True the first time it is asked of the current unmet record of ``key`` (to report it once)."""
+        rec = self._records.get(key)
+        if rec is None or self.satisfied(key) or rec.overdue_told:
+            return False
+        rec.overdue_told = True
+        return True
 
     def pending(self, key: K) -> tuple[int, int]:
         """Outstanding (creations, deletions) for ``key``."""

@@ -13,6 +13,7 @@ from grove_operator.config import OperatorConfig
 from grove_operator.desired.podclique import build_standalone_podclique
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESETS
 from grove_operator.parsed import defaulted_podcliqueset
+from grove_operator.podclique.reconciler import STATUS_HOLD
 from grove_operator.reconcile.failures import ComponentError
 from grove_operator.wiring import MANAGED_SELECTOR, build
 from grove_runtime import errors
@@ -108,6 +109,41 @@ async def test_status_waits_for_created_pods_and_skips_unchanged_status() -> Non
     await reconciler.reconcile(key)
     assert client.status_writes() == [written]
     assert [w for w in client.writes[before:] if w[1] != "events"] == []
+
+
+async def test_status_waits_for_lost_pod_events_only_briefly() -> None:
+    """A pod whose watch events never arrive (created and deleted between two relists of a broken watch) holds
+    the status write for `STATUS_HOLD` only: the reconcile that created it asks to run again then, and that one
+    writes the status from the cache, while the pod count stays trusted only once the expectations time out."""
+    clock = FakeClock()
+    client = RecordingClient()
+    app = build(OperatorConfig(leader_elect=False, metrics_port=None), client, clock=clock)  # type: ignore[arg-type]
+    reconciler = app.controllers["podclique"].reconciler
+    pcs = defaulted_podcliqueset(PCS)
+    pclq = build_standalone_podclique(pcs, 0, "w")
+    pclq["metadata"].update(uid="pclq-uid", generation=1, resourceVersion="2")
+    app.cache.informer(PODCLIQUESETS).store.upsert(copy.deepcopy(PCS))
+    app.cache.informer(PODCLIQUES).store.upsert(pclq)
+    key = ObjectKey(NS, pclq["metadata"]["name"])
+
+    first = await reconciler.reconcile(key)
+    assert first.requeue_after == pytest.approx(STATUS_HOLD)
+    assert client.status_writes() == []
+    pods = app.cache.informer(PODS, label_selector=MANAGED_SELECTOR)
+    [kept, _lost] = [body for verb, res, _, _, body in client.writes if (verb, res) == ("create", "pods")]
+    kept["metadata"].update(uid="uid-kept", resourceVersion="3")
+    pods.store.upsert(kept)
+    app.expectations.creation_observed(key)  # the other pod's events are lost
+
+    clock.advance(STATUS_HOLD / 2)
+    await reconciler.reconcile(key)
+    assert client.status_writes() == []
+    clock.advance(STATUS_HOLD / 2)
+    await reconciler.reconcile(key)
+    [written] = client.status_writes()
+    assert written["status"]["replicas"] == 1
+    creates = sum(1 for verb, res, *_ in client.writes if (verb, res) == ("create", "pods"))
+    assert creates == 2, "no pod is created again while the expectations have not timed out"
 
 
 class RefusingClient(RecordingClient):

@@ -87,3 +87,20 @@ def test_observer_lowers_expectations_from_child_events() -> None:
     assert not exp.satisfied(K)
     observer.on_delete(child("c1"))
     assert exp.satisfied(K)
+
+
+def test_outstanding_time_and_one_overdue_report_per_record() -> None:
+    """How long unmet expectations have waited (None once met), and an overdue report once per record."""
+    clock = FakeClock()
+    exp: Expectations[ObjectKey] = Expectations(timeout=30, clock=clock)
+    assert exp.outstanding_for(K) is None
+    exp.expect_creations(K, 1)
+    clock.advance(4)
+    assert exp.outstanding_for(K) == 4
+    assert exp.tell_overdue(K)
+    assert not exp.tell_overdue(K)
+    exp.expect_creations(K, 1)  # a new record is reported again
+    assert exp.tell_overdue(K)
+    exp.creation_observed(K)
+    assert exp.outstanding_for(K) is None
+    assert not exp.tell_overdue(K)

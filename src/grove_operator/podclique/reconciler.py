@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
+
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueStatus
 from grove_api import labels as glabels
 from grove_operator import hashing
@@ -32,7 +34,12 @@ from grove_runtime.keys import ObjectKey
 __all__ = ["OWNER_KINDS", "PodCliqueReconciler", "is_managed_podclique"]
 
 OWNER_KINDS = (PodCliqueSet.KIND, PodCliqueScalingGroup.KIND)
+STATUS_HOLD = 10.0
+"""Seconds the status write waits for this PodClique's own pod creations and deletions to be observed. A watch
+event lost for good (a pod created and deleted again between two relists of a broken watch) would otherwise hold
+a stale status, and with it the gates of every gang waiting for this one, until the expectations time out."""
 _PCS_HASH = "pcs-generation-hash"
+log = structlog.get_logger("grove_operator.podclique")
 _TEMPLATE_HASH = "pod-template-hash"
 
 
@@ -87,10 +94,24 @@ class PodCliqueReconciler(
 
         While pod creations or deletions of this reconcile are still unobserved the cached pods are known to be
         stale, so the write waits for the reconcile their watch events trigger (a failure is written at once):
-        otherwise every new PodClique wrote a status with zero pods just before the one with its pods.
+        otherwise every new PodClique wrote a status with zero pods just before the one with its pods. It waits
+        `STATUS_HOLD` at most, and asks to be called again when that is over.
         """
-        if failure is None and not ctx.expectations.satisfied(ctx.key):
-            return None
+        waited = ctx.expectations.outstanding_for(ctx.key)
+        if failure is None and waited is not None:
+            if waited < STATUS_HOLD:
+                ctx.requeue_after(STATUS_HOLD - waited)
+                return None
+            creations, deletions = ctx.expectations.pending(ctx.key)
+            report = log.warning if ctx.expectations.tell_overdue(ctx.key) else log.debug
+            report(
+                "pod creations or deletions still unobserved; status written from the cache",
+                namespace=ctx.namespace,
+                name=ctx.key.name,
+                creations=creations,
+                deletions=deletions,
+                waited_s=round(waited, 1),
+            )
         pclq = ctx.owner
         generation = pclq.metadata.generation
         if failure is None and generation is not None and pclq.status is not None:

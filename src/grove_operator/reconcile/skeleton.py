@@ -66,6 +66,12 @@ async def run_steps(ctx: SyncContext[T], steps: Sequence[Step[T]]) -> tuple[Resu
     return None, None
 
 
+def _earliest(*results: Result | None) -> Result:
+    """One outcome from a step's wait and the later asks of the same reconcile: the soonest requeue wins."""
+    waits = [r.requeue_after for r in results if r is not None and r.requeue_after is not None and r.requeue_after > 0]
+    return Result(requeue_after=min(waits)) if waits else Result()
+
+
 Components = Callable[[], tuple[Component[Any], ...]]
 """Builds a reconciler's spec-step components (fresh per reconciler: they own their memos)."""
 
@@ -158,7 +164,7 @@ class OwnerReconciler(ABC, Generic[T]):
             if outcome is None:
                 raise failure
             return outcome
-        return result or ctx.requeue or Result()
+        return _earliest(result, ctx.requeue)
 
     async def _ensure_finalizer(self, ctx: SyncContext[T]) -> Result | None:
         await ensure_finalizer(self.deps.client, self.resource, ctx.raw, self.finalizer)
