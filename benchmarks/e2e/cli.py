@@ -49,7 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder (default: benchmarks/results)")
     parser.add_argument("--label", help="results subfolder e2e-<label> (default: the targets joined by '+')")
     parser.add_argument(
-        "--profile", action="store_true", help="run operator and scheduler under cProfile; report their hot spots"
+        "--profile",
+        action="store_true",
+        help="run operator and scheduler under cProfile; report their hot spots "
+        "(the environment variable GROVE_E2E_PROFILE_DIR keeps the .prof files there)",
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")

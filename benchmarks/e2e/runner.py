@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import shutil
 import tempfile
@@ -32,7 +33,10 @@ from grove_runtime import errors
 from grove_runtime.client import KubeClient
 from grove_runtime.resources import CRDS, NAMESPACES, NODES, PODS, ResourceType
 
-__all__ = ["E2EError", "run_scenario"]
+__all__ = ["PROFILE_DIR_ENV", "E2EError", "run_scenario"]
+
+PROFILE_DIR_ENV = "GROVE_E2E_PROFILE_DIR"
+"""With `--profile`, a folder to keep the programs' raw cProfile files in."""
 
 PCS = ResourceType("grove.io", "v1alpha1", "podcliquesets", "PodCliqueSet")
 PODGANGS = ResourceType("scheduler.grove.io", "v1alpha1", "podgangs", "PodGang")
@@ -295,6 +299,11 @@ def run_scenario(scenario: Scenario, *, progress: bool = True, profile: bool = F
             result = asyncio.run(_measure(scenario, sim, logdir, progress, profile))
         ok = bool(result["verify"]["ok"])
     finally:
+        keep = os.environ.get(PROFILE_DIR_ENV) if profile else None
+        if keep:  # the raw cProfile files, for `python -m pstats` (the log folder goes with a good run)
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            for path in logdir.glob("*.prof"):
+                shutil.copy(path, Path(keep) / f"{scenario.name}-{path.name}")
         if ok:
             shutil.rmtree(logdir, ignore_errors=True)
     result["scenario"] = {

@@ -27,7 +27,10 @@ DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 
 def apply_webhook_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of the PodCliqueSet with the defaulting webhook's rules applied."""
-    pcs = copy.deepcopy(dict(obj))
+    return _webhook_defaults(copy.deepcopy(dict(obj)))
+
+
+def _webhook_defaults(pcs: dict[str, Any]) -> dict[str, Any]:
     metadata = pcs.setdefault("metadata", {})
     if not metadata.get("namespace"):
         metadata["namespace"] = "default"
@@ -61,7 +64,10 @@ def apply_webhook_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def apply_crd_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of the PodCliqueSet with the CRD schema defaults applied (what the API server adds on its own)."""
-    pcs = copy.deepcopy(dict(obj))
+    return _crd_defaults(copy.deepcopy(dict(obj)))
+
+
+def _crd_defaults(pcs: dict[str, Any]) -> dict[str, Any]:
     spec = pcs.setdefault("spec", {})
     spec.setdefault("replicas", 0)
     if isinstance(spec.get("updateStrategy"), dict):
@@ -75,5 +81,6 @@ def apply_crd_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def default_podcliqueset(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Schema defaults, then the webhook's: the object as the API server stores it."""
-    return apply_webhook_defaults(apply_crd_defaults(obj))
+    """Schema defaults, then the webhook's: the object as the API server stores it (one copy: the operator
+    defaults every PodCliqueSet it reads, so the second deep copy showed in its profile)."""
+    return _webhook_defaults(_crd_defaults(copy.deepcopy(dict(obj))))
