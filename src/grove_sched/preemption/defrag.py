@@ -17,8 +17,9 @@ answer is checked by placing the moved gangs again; when that fails, the search 
 gang of the rejected set banned per branch, cheapest known set first. The work is bounded, deterministically (no
 clock): at most `max_searches` victim searches (each bounded as preemption's: at most `max_domains` CP-SAT solves
 of `max_deterministic_time` deterministic seconds and a bounded number of `place` calls) and at most
-`max_checks` re-placement checks (one `place` call per moved gang each), and plans moving more than `max_moved`
-gangs are not considered. Sets that contain a rejected set plus more gangs (a chain of moves) are not explored.
+`max_checks` re-placement checks (one `place` call per moved gang each); at most `max_candidates` movable gangs
+are offered (those that would leave a node emptiest), and plans moving more than `max_moved` gangs are not
+considered. Sets that contain a rejected set plus more gangs (a chain of moves) are not explored.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ class DefragOptions:
     """Victim searches (`select_victims` calls): the first, and one per banned gang of a rejected set."""
     max_checks: int = 8
     """Candidate sets whose moved gangs are placed again (each costs one `place` call per moved gang)."""
+    max_candidates: int = 48
+    """Movable gangs offered to the search: those whose move would leave their nodes emptiest first."""
     max_moved: int = 8
     """Plans moving more gangs are not considered."""
     max_domains: int = 4
@@ -141,10 +144,7 @@ def plan_defragmentation(
         return None
     if aggregate_room(snapshot, request, opts.placement) is None:
         return None
-    by_key: dict[GangKey, Movable] = {}
-    for gang in sorted(movable, key=lambda m: m.key):
-        if gang.pods and gang.key not in by_key:
-            by_key[gang.key] = gang
+    by_key = {gang.key: gang for gang in _nearest_to_room(snapshot, movable, opts.max_candidates)}
     if not by_key:
         return None
     victims = [VictimGang(key, 0, gang.pods) for key, gang in by_key.items()]
@@ -183,3 +183,30 @@ def plan_defragmentation(
         for key in keys:
             search(banned | {key})
     return None
+
+
+def _nearest_to_room(snapshot: Snapshot, movable: Sequence[Movable], limit: int) -> list[Movable]:
+    """At most `limit` movable gangs (one per key, with pods), those whose move would leave one of their nodes
+    with the largest share of its GPUs free first (a node it empties first), then fewer GPUs, then by key: the
+    search's work grows with the candidates, and a gang on a busy node frees nothing whole."""
+    gpu = snapshot.resource_index(GPU)
+    ranked: list[tuple[float, int, GangKey, Movable]] = []
+    seen: set[GangKey] = set()
+    for gang in movable:
+        if not gang.pods or gang.key in seen:
+            continue
+        seen.add(gang.key)
+        share = 0.0
+        if gpu is not None:
+            held: dict[int, int] = {}
+            for pod in gang.pods:
+                row = snapshot.node_index.get(pod.node)
+                if row is not None:
+                    held[row] = held.get(row, 0) + int(pod.requests.get(GPU, 0))
+            for row, gpus in held.items():
+                total = int(snapshot.allocatable[row, gpu])
+                if total > 0:
+                    share = max(share, (max(int(snapshot.free[row, gpu]), 0) + gpus) / total)
+        ranked.append((-share, gang.gpus, gang.key, gang))
+    ranked.sort(key=lambda item: item[:3])
+    return sorted((item[3] for item in ranked[:limit]), key=lambda m: m.key)
