@@ -8,8 +8,9 @@ does. For every gang that does not fit when it arrives, `grove_sched.preemption.
 asked on the snapshot of that moment, with every workload gang placed so far as movable (all of its placed pods
 moved whole) and its default bounds, twice: with the background load immovable, and with every background
 pod movable too (a gang of one pod). Every workload gang has the same priority, so this measures plans as if
-the unplaced gang ranked above the placed ones (the scheduler offers only strictly lower-priority gangs). Nothing is acted on: the gang stays unplaced, as in the placement benchmark, so
-every seed's sequence is the placement benchmark's own.
+the unplaced gang ranked above the placed ones (the scheduler offers only strictly lower-priority gangs).
+Nothing is acted on: the gang stays unplaced, as in the placement benchmark, so every seed's sequence is the
+placement benchmark's own.
 
 Reported per seed: gangs, gangs not placed, of those the ones short only by fragmentation (the free capacity
 covers their minimum in aggregate: `aggregate_room`), the plans found, their mean size (gangs and GPUs moved),
@@ -41,6 +42,7 @@ from grove_sched.model import BoundPod, GangRequest, Placement, PlacementOptions
 from grove_sched.placement import Snapshot, place
 from grove_sched.preemption.defrag import DefragOptions, Movable, aggregate_room, plan_defragmentation
 
+BOUNDS = ("max_candidates", "max_searches", "max_checks", "max_moved", "max_domains", "max_deterministic_time")
 RESULTS = Path(__file__).resolve().parent / "results" / "defrag.md"
 
 
@@ -133,7 +135,7 @@ def _row(label: str, results: Sequence[SeedResult]) -> str:
     )
 
 
-def report(results: Sequence[SeedResult], nodes: int, command: str, seconds: float) -> str:
+def report(results: Sequence[SeedResult], nodes: int, command: str, seconds: float, options: DefragOptions) -> str:
     """The results page."""
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
@@ -147,7 +149,7 @@ def report(results: Sequence[SeedResult], nodes: int, command: str, seconds: flo
         "twice: with every workload gang placed so far movable (`gangs`: the background load is immovable), and with",
         "the background pods movable too, each a gang of one pod (`gangs+background`). Every workload gang has the",
         "same priority, so this counts plans as if the unplaced gang ranked above the moved ones. Nothing is acted on.",
-        "See `benchmarks/defrag.py`.",
+        "See `benchmarks/defrag.py`. Bounds: " + ", ".join(f"{name}={getattr(options, name)}" for name in BOUNDS) + ".",
         "",
         "| movable | seed | gangs | not placed | short only by fragmentation | plans found "
         "| gangs moved per plan (mean) | GPUs moved per plan (mean) | planner ms (median) | planner ms (p95) |",
@@ -177,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     results = [r for seed in seeds for r in run_seed(args.nodes, seed, options, not args.no_progress)]
     command = shlex.join(["python", "-m", "benchmarks.defrag", *(argv if argv is not None else sys.argv[1:])])
-    text = report(results, args.nodes, command, time.perf_counter() - start)
+    text = report(results, args.nodes, command, time.perf_counter() - start, options)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)

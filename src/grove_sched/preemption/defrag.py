@@ -28,6 +28,7 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -36,7 +37,16 @@ from grove_sched.model import CPU, GPU, MEMORY, BoundPod, GangRequest, Placement
 from grove_sched.placement import InvalidGang, SelectorError, Snapshot, assumed_pods, build_problem, place
 from grove_sched.preemption.victims import PreemptionOptions, VictimGang, fits, select_victims
 
-__all__ = ["DefragOptions", "DefragPlan", "Movable", "aggregate_room", "plan_defragmentation", "replace_moved"]
+__all__ = [
+    "DefragOptions",
+    "DefragPlan",
+    "Held",
+    "Movable",
+    "aggregate_room",
+    "nearest_to_room",
+    "plan_defragmentation",
+    "replace_moved",
+]
 
 _AGGREGATE = (GPU, CPU, MEMORY)
 
@@ -83,7 +93,7 @@ class DefragOptions:
     """Victim searches (`select_victims` calls): the first, and one per banned gang of a rejected set."""
     max_checks: int = 8
     """Candidate sets whose moved gangs are placed again (each costs one `place` call per moved gang)."""
-    max_candidates: int = 48
+    max_candidates: int = 16
     """Movable gangs offered to the search: those whose move would leave their nodes emptiest first."""
     max_moved: int = 8
     """Plans moving more gangs are not considered."""
@@ -144,7 +154,7 @@ def plan_defragmentation(
         return None
     if aggregate_room(snapshot, request, opts.placement) is None:
         return None
-    by_key = {gang.key: gang for gang in _nearest_to_room(snapshot, movable, opts.max_candidates)}
+    by_key = {gang.key: gang for gang in nearest_to_room(snapshot, movable, opts.max_candidates)}
     if not by_key:
         return None
     victims = [VictimGang(key, 0, gang.pods) for key, gang in by_key.items()]
@@ -185,12 +195,28 @@ def plan_defragmentation(
     return None
 
 
-def _nearest_to_room(snapshot: Snapshot, movable: Sequence[Movable], limit: int) -> list[Movable]:
+class Held(Protocol):
+    """A running gang as `nearest_to_room` ranks it (a `Movable`, a `VictimGang`)."""
+
+    @property
+    def key(self) -> GangKey: ...
+
+    @property
+    def pods(self) -> tuple[BoundPod, ...]: ...
+
+    @property
+    def gpus(self) -> int: ...
+
+
+_H = TypeVar("_H", bound=Held)
+
+
+def nearest_to_room(snapshot: Snapshot, movable: Sequence[_H], limit: int) -> list[_H]:
     """At most `limit` movable gangs (one per key, with pods), those whose move would leave one of their nodes
     with the largest share of its GPUs free first (a node it empties first), then fewer GPUs, then by key: the
     search's work grows with the candidates, and a gang on a busy node frees nothing whole."""
     gpu = snapshot.resource_index(GPU)
-    ranked: list[tuple[float, int, GangKey, Movable]] = []
+    ranked: list[tuple[float, int, GangKey, _H]] = []
     seen: set[GangKey] = set()
     for gang in movable:
         if not gang.pods or gang.key in seen:
