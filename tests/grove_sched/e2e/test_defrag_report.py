@@ -7,25 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from grove_runtime.client import KubeClient
-from grove_runtime.resources import EVENTS, NODES, PODS, PRIORITYCLASSES
+from grove_runtime.resources import EVENTS, NODES, PODS
 from grove_sched.podgang_status import PODGANGS
 from grove_sim.testing import SimCluster
 
-from .conftest import bound_nodes, eventually, make_gang, running_scheduler
+from .conftest import bound_nodes, eventually, make_gang, priority_class, running_scheduler
 
 LOW = [f"low-{i:02d}" for i in range(16)]
-
-
-async def priority_class(client: KubeClient, name: str, value: int, *, never: bool = False) -> None:
-    body: dict[str, Any] = {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-    }
-    if never:
-        body["preemptionPolicy"] = "Never"
-    await client.create(PRIORITYCLASSES, body)
 
 
 async def test_a_fragmented_cluster_gets_a_plan_and_nothing_moves(cluster: SimCluster, client: KubeClient) -> None:
