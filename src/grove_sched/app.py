@@ -123,7 +123,15 @@ def build(
         preemptor.victim_policy = gate.victims
     if config.defrag_report:
         defrag = DefragOptions(placement=config.placement)
-        post_filter = DefragReport(post_filter or NoPostFilter(), source, events, metrics, options=defrag)
+        post_filter = DefragReport(
+            post_filter or NoPostFilter(),
+            source,
+            events,
+            metrics,
+            options=defrag,
+            interval=config.defrag_interval,
+            clock=clock,
+        )
     scheduler = Scheduler(
         source,
         Binder(client, config.bind_concurrency, leading),

@@ -110,7 +110,8 @@ class SchedulerMetrics:
 
         self.defrag_searches = Counter(
             f"{prefix}_defrag_searches_total",
-            "Defragmentation plan searches for unschedulable gangs by result (plan, no_plan, not_fragmented).",
+            "Defragmentation plan searches for unschedulable gangs by result (plan, no_plan, not_fragmented; "
+            "skipped: the gang was searched less than the interval ago).",
             ["result"],
             registry=self.registry,
         )

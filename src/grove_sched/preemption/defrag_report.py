@@ -11,9 +11,11 @@ nomination's). Each is asked to be placed again whole: every pod it runs now, wi
 as if its pods were unbound). The plan itself is `grove_sched.preemption.defrag`'s, bounded there, computed in a
 worker thread.
 
-Repeats aggregate: the Event's message names only the gangs and their GPUs, so the same plan gives the same
-message, and it is recorded (and counted in `defrag_plans_total`) only when a gang's plan changes; the record is
-dropped when the gang binds or goes away.
+A gang is searched at most once per `interval` seconds (10 by default, on the scheduler's clock): a waiting gang is
+tried again at every cluster event that could help it, and each search costs up to its bound. Repeats aggregate:
+the Event's message names only the gangs and their GPUs, so the same plan gives the same
+message, and it is recorded (and counted in `defrag_plans_total`) only when a gang's plan changes; both records
+are dropped when the gang binds or goes away.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import structlog
 
 from grove_api.labels import ANNOTATION_MOVABLE
+from grove_runtime.clock import Clock, LoopClock
 from grove_sched.events import GangEvents
 from grove_sched.gangs import GangKey, ReadyGang
 from grove_sched.metrics import SchedulerMetrics
@@ -60,13 +63,19 @@ class DefragReport:
         metrics: SchedulerMetrics,
         *,
         options: DefragOptions | None = None,
+        interval: float = 10.0,
+        clock: Clock | None = None,
     ) -> None:
         self.inner = inner
         self.source = source
         self.events = events
         self.metrics = metrics
         self.options = options or DefragOptions()
+        self.interval = interval
+        """Seconds before the same gang is searched again (its attempts may come at every cluster event)."""
+        self.clock = clock or LoopClock()
         self._reported: dict[GangKey, str] = {}
+        self._searched: dict[GangKey, float] = {}
 
     # --- the PostFilter protocol (delegated) --------------------------------------------------------------------
 
@@ -88,6 +97,7 @@ class DefragReport:
     def forget(self, gang: GangKey) -> None:
         """The gang bound or is gone: its reported plan is forgotten too."""
         self._reported.pop(gang, None)
+        self._searched.pop(gang, None)
         self.inner.forget(gang)
 
     # --- the report ---------------------------------------------------------------------------------------------
@@ -95,6 +105,12 @@ class DefragReport:
     async def report(self, gang: ReadyGang, snapshot: Snapshot) -> DefragPlan | None:
         """Search a plan for `gang` on `snapshot` and report it when it is new; the plan, or None."""
         key = gang.key
+        now = self.clock.monotonic()
+        last = self._searched.get(key)
+        if last is not None and now - last < self.interval:
+            self.metrics.defrag_searches.labels(result="skipped").inc()
+            return None
+        self._searched[key] = now
         placement = self.options.placement
         if aggregate_room(snapshot, gang.request, placement) is None:
             self.metrics.defrag_searches.labels(result="not_fragmented").inc()

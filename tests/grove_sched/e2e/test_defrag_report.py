@@ -22,7 +22,7 @@ async def test_a_fragmented_cluster_gets_a_plan_and_nothing_moves(cluster: SimCl
     8-GPU pod whose class says preemptionPolicy Never fits nowhere: its PodGang gets a Normal DefragmentationPlan
     Event naming the one movable gang (once: a second attempt finds the same plan and reports nothing new), and
     every remaining gang stays bound where it was."""
-    async with running_scheduler(cluster.kubeconfig, defrag_report=True) as app:
+    async with running_scheduler(cluster.kubeconfig, defrag_report=True, defrag_interval=0.0) as app:
         await priority_class(client, "batch", 10)
         await priority_class(client, "urgent", 1000, never=True)
         for name in LOW:
