@@ -22,6 +22,7 @@ from grove_sched.preemption.defrag import (
     DefragOptions,
     Movable,
     aggregate_room,
+    nearest_to_room,
     plan_defragmentation,
     replace_moved,
 )
@@ -238,3 +239,14 @@ def test_a_plan_is_sound_and_none_is_given_when_capacity_is_short(
     if plan is not None:
         assert best is not None
         assert cost(plan.moved) >= best
+
+
+def test_the_offered_gangs_are_those_that_would_leave_a_node_emptiest() -> None:
+    """With room for two, the gangs alone on their node (moving them empties it) are offered before the gang
+    sharing a node with immovable load, whatever their size or name."""
+    nodes = [node("a0"), node("a1"), node("a2")]
+    gangs = [movable("a", [("a0", 2)]), movable("b", [("a1", 6)]), movable("c", [("a2", 1)])]
+    load = [BoundPod("load", "default", "a0", {}, {GPU: 6})]
+    snapshot = snapshot_of(nodes, gangs, load)
+    assert [g.key.name for g in nearest_to_room(snapshot, gangs, 2)] == ["b", "c"]
+    assert [g.key.name for g in nearest_to_room(snapshot, [*gangs, gangs[0]], 5)] == ["a", "b", "c"]
