@@ -32,8 +32,16 @@ from grove_sched.handlers import NodeEvents, PodEvents, PodGangEvents, PriorityC
 from grove_sched.metrics import SchedulerMetrics
 from grove_sched.pod_status import PodStatusWriter
 from grove_sched.podgang_status import PODGANGS, PodGangStatusReconciler, StatusBook
-from grove_sched.postfilter import PostFilter
-from grove_sched.preemption import DeleteVictims, EvictVictims, PreemptionOptions, Preemptor, VictimRemover
+from grove_sched.postfilter import NoPostFilter, PostFilter
+from grove_sched.preemption import (
+    DefragOptions,
+    DefragReport,
+    DeleteVictims,
+    EvictVictims,
+    PreemptionOptions,
+    Preemptor,
+    VictimRemover,
+)
 from grove_sched.queue import SchedulingQueue
 from grove_sched.recovery import RecoveryReport, recover
 from grove_sched.reservations import RESERVATIONS, ReservationEvents, Reservations
@@ -80,7 +88,8 @@ def build(
     victim_remover: VictimRemover | None = None,
 ) -> SchedulerApp:
     """Assemble a scheduler process against `client` (`post_filter`: what runs after an Unschedulable placement;
-    by default preemption, unless `config.preemption` is off; `victim_remover`: how it removes victims, by default
+    by default preemption, unless `config.preemption` is off, wrapped by the defragmentation report when
+    `config.defrag_report` is on; `victim_remover`: how it removes victims, by default
     as `config.preemption_eviction` says)."""
     clock = clock or LoopClock()
     registry = CollectorRegistry()
@@ -112,6 +121,17 @@ def build(
         options = PreemptionOptions(placement=config.placement)
         post_filter = preemptor = Preemptor(source, remover, events, pod_status, metrics, options=options, clock=clock)
         preemptor.victim_policy = gate.victims
+    if config.defrag_report:
+        defrag = DefragOptions(placement=config.placement)
+        post_filter = DefragReport(
+            post_filter or NoPostFilter(),
+            source,
+            events,
+            metrics,
+            options=defrag,
+            interval=config.defrag_interval,
+            clock=clock,
+        )
     scheduler = Scheduler(
         source,
         Binder(client, config.bind_concurrency, leading),

@@ -80,6 +80,13 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         help="remove victims by graceful DELETE or through the Eviction API (honours PodDisruptionBudgets)",
     )
     parser.add_argument(
+        "--defrag-report",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.defrag_report,
+        help="for a gang that does not fit only because free capacity is scattered, report (Event, log, metrics) "
+        "the fewest lower-priority gangs whose move would let it fit; nothing is moved",
+    )
+    parser.add_argument(
         "--default-queue",
         default=defaults.default_queue,
         help="queue of gangs without a kai.scheduler/queue label (queues apply once a scheduling.run.ai Queue exists)",
@@ -127,6 +134,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         status_settle=args.status_settle,
         preemption=args.preemption,
         preemption_eviction=args.preemption_eviction,
+        defrag_report=args.defrag_report,
         default_queue=args.default_queue,
         queue_status_interval=args.queue_status_interval,
         reservations=args.reservations,

@@ -55,6 +55,11 @@ class SchedulerConfig:
     """How victims are removed: graceful DELETE (as kube-scheduler), or the Eviction API (PodDisruptionBudgets)."""
     default_queue: str = "default-queue"
     """The queue of gangs without a `kai.scheduler/queue` label (KAI's default queue), once any Queue exists."""
+    defrag_report: bool = False
+    """Report a defragmentation plan (Event `DefragmentationPlan`, log, metrics) for a gang that does not fit only
+    because free capacity is scattered; nothing is moved (`grove_sched.preemption.defrag_report`)."""
+    defrag_interval: float = 10.0
+    """Seconds before the defragmentation report searches the same waiting gang again."""
     queue_status_interval: float = 2.0
     """Seconds between Queue status writes (only queues whose status changed are written)."""
 

@@ -7,7 +7,9 @@ the preemptor and why, `Preempting` (Normal) on the preemptor's PodGang and pods
 gang went; a pod shows its node in `spec.nodeName`), and on the pod itself for a pod that is a gang of its own,
 with kube-scheduler's message; `InvalidNodeResources` (Warning) on a Node the scheduler sets aside because it
 cannot account its allocatable; `GangTimeout` (Warning) on a gang not placed within its Koordinator
-`gang-timeout`. Recording is best effort (the runtime `EventRecorder` logs API failures).
+`gang-timeout`; `DefragmentationPlan` (Normal) on a gang's PodGang (on the pod of a gang of one) naming the
+gangs whose move would let it fit (`--defrag-report`). Recording is best effort (the runtime `EventRecorder`
+logs API failures).
 
 A scheduler serving several names (`--scheduler-name` repeated) reports each object's Events as the name it
 addressed (`reportingComponent` / `source.component`): a pod by its `schedulerName`, a PodGang by its
@@ -27,6 +29,7 @@ from typing import Any, Protocol
 from grove_api.labels import LABEL_SCHEDULER_NAME
 
 __all__ = [
+    "DEFRAGMENTATION_PLAN",
     "FAILED_SCHEDULING",
     "GANG_TIMEOUT",
     "INVALID_NODE_RESOURCES",
@@ -40,6 +43,7 @@ __all__ = [
 
 FAILED_SCHEDULING = "FailedScheduling"
 GANG_TIMEOUT = "GangTimeout"
+DEFRAGMENTATION_PLAN = "DefragmentationPlan"
 PREEMPTED = "Preempted"
 PREEMPTING = "Preempting"
 SCHEDULED = "Scheduled"
@@ -106,6 +110,12 @@ class GangEvents:
     ) -> None:
         """Preempting on the preemptor's PodGang and pods."""
         await self._all(podgang, pods, PREEMPTING, message, warning=False)
+
+    async def defragmentation_plan(
+        self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], message: str
+    ) -> None:
+        """DefragmentationPlan on the gang's PodGang, or on its pod when it is a gang of one."""
+        await self._all(podgang, () if podgang is not None else pods, DEFRAGMENTATION_PLAN, message, warning=False)
 
     async def _all(
         self, podgang: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]], reason: str, message: str,

@@ -5,7 +5,8 @@ its last pod is bound (`gang_scheduling_duration_seconds`), how much of that is 
 and the API (`bind_duration_seconds`), how attempts end (`schedule_attempts_total{result}`), how many gangs wait
 in each queue room (`pending_gangs{room}`), which served `schedulerName` the attempts and binds were for (the
 `scheduler_name` label), how good the placements are (`placement_score`), and what preemption
-did (`preemption_attempts_total{result}`, victims and GPUs evicted, how long freed capacity stays reserved).
+did (`preemption_attempts_total{result}`, victims and GPUs evicted, how long freed capacity stays reserved), and
+what the defragmentation report found (`defrag_searches_total{result}`, `defrag_plans_total`, moved gangs per plan).
 """
 
 from __future__ import annotations
@@ -104,6 +105,25 @@ class SchedulerMetrics:
             f"{prefix}_preemption_reservation_age_seconds",
             "How long a preemptor held its reserved capacity, observed when the reservation ends.",
             buckets=_SLOW,
+            registry=self.registry,
+        )
+
+        self.defrag_searches = Counter(
+            f"{prefix}_defrag_searches_total",
+            "Defragmentation plan searches for unschedulable gangs by result (plan, no_plan, not_fragmented; "
+            "skipped: the gang was searched less than the interval ago).",
+            ["result"],
+            registry=self.registry,
+        )
+        self.defrag_plans = Counter(
+            f"{prefix}_defrag_plans_total",
+            "Defragmentation plans reported (a gang's plan counts again only when it changes).",
+            registry=self.registry,
+        )
+        self.defrag_plan_gangs = Histogram(
+            f"{prefix}_defrag_plan_moved_gangs",
+            "Gangs a reported defragmentation plan would move.",
+            buckets=(1, 2, 3, 4, 6, 8),
             registry=self.registry,
         )
 

@@ -191,6 +191,11 @@ class GangSource:
     def assemble(self, key: GangKey) -> tuple[Assembly, Obj | None]:
         """Assemble one gang from the current caches; also returns its PodGang (None for a gang of one)."""
         podgang = self.podgang(key)
+        return self.assemble_with(key, podgang, self.pods_of(key, podgang)), podgang
+
+    def assemble_with(self, key: GangKey, podgang: Obj | None, pods: Mapping[str, Obj]) -> Assembly:
+        """Assemble a gang from a PodGang and pods given (the defragmentation report asks how a running gang would
+        be placed again: its pods shown unbound), with this scheduler's names, nodes and priorities."""
         ctx = AssemblyContext(
             scheduler_name=self.scheduler_name,
             node_label_keys=self.cache.node_label_keys,
@@ -199,4 +204,4 @@ class GangSource:
             topology_levels=self.topology_levels,
             default_priority=self.default_priority(),
         )
-        return assemble(key, podgang, self.pods_of(key, podgang), ctx), podgang
+        return assemble(key, podgang, pods, ctx)

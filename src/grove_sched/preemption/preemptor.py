@@ -23,7 +23,7 @@ preemption among the reasons, so the PodGang condition and the pods' `PodSchedul
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -42,7 +42,7 @@ from grove_sched.preemption.nominations import Nomination, Nominations
 from grove_sched.preemption.victims import PreemptionOptions, Selection, VictimGang, select_victims
 from grove_sched.source import GangSource
 
-__all__ = ["Preemptor"]
+__all__ = ["Preemptor", "running_gangs"]
 
 log = structlog.get_logger("grove_sched.preemption")
 Obj = Mapping[str, Any]
@@ -131,22 +131,8 @@ class Preemptor:
         and nominated gangs (their reserved pods are in the snapshot, not on nodes); a Reservation's hold (a pod
         of no namespace, `grove_sched.reservations`) is never preempted. One informer read per gang."""
         skip = self.nominations.preempted(gang.key) | self.nominations.gangs() | {gang.key}
-        pods: dict[GangKey, list[BoundPod]] = {}
-        busy: set[GangKey] = set()
-        for bound, alive in zip(snapshot.pods, snapshot.pod_alive, strict=True):
-            if not alive or not bound.namespace:
-                continue  # a departed row (snapshots keep them, marked), or a Reservation's hold: never a victim
-            label = bound.labels.get(LABEL_PODGANG)
-            owner = GangKey(bound.namespace, label) if label else GangKey(bound.namespace, bound.name, single=True)
-            if owner in skip:
-                continue
-            if self.source.cache.is_assumed(PodKey(bound.namespace, bound.name)):
-                busy.add(owner)
-            pods.setdefault(owner, []).append(bound)
         found: list[VictimGang] = []
-        for owner, running in sorted(pods.items()):
-            if owner in busy:
-                continue
+        for owner, running in running_gangs(self.source, snapshot, skip):
             priority = self.source.gang_priority(owner, self.source.pod(running[0].namespace, running[0].name))
             if priority >= gang.request.priority and self.victim_policy is None:
                 continue
@@ -234,6 +220,27 @@ class Preemptor:
             return
         self.metrics.reservation_age.observe(max(self.clock.monotonic() - nomination.since, 0.0))
         self.metrics.reservations.set(len(self.nominations))
+
+
+def running_gangs(
+    source: GangSource, snapshot: Snapshot, skip: Collection[GangKey]
+) -> list[tuple[GangKey, list[BoundPod]]]:
+    """The snapshot's bound pods by gang (their `grove.io/podgang` label; a pod without one is a gang of its own),
+    by key, leaving out the gangs in `skip`, gangs with a pod still assumed (a binding in flight: moving or evicting
+    its bound pods could leave it partial) and a Reservation's hold (a pod of no namespace)."""
+    pods: dict[GangKey, list[BoundPod]] = {}
+    busy: set[GangKey] = set()
+    for bound, alive in zip(snapshot.pods, snapshot.pod_alive, strict=True):
+        if not alive or not bound.namespace:
+            continue  # a departed row (snapshots keep them, marked), or a Reservation's hold: never a victim
+        label = bound.labels.get(LABEL_PODGANG)
+        owner = GangKey(bound.namespace, label) if label else GangKey(bound.namespace, bound.name, single=True)
+        if owner in skip:
+            continue
+        if source.cache.is_assumed(PodKey(bound.namespace, bound.name)):
+            busy.add(owner)
+        pods.setdefault(owner, []).append(bound)
+    return [(owner, running) for owner, running in sorted(pods.items()) if owner not in busy]
 
 
 def _with(status: Status, reason: str) -> Status:

@@ -13,7 +13,7 @@ import yaml
 
 from grove_runtime.client import Client, KubeClient
 from grove_runtime.clock import Clock
-from grove_runtime.resources import CRDS, PODS
+from grove_runtime.resources import CRDS, PODS, PRIORITYCLASSES
 from grove_sched.app import SchedulerApp, build
 from grove_sched.config import SchedulerConfig
 from grove_sched.podgang_status import PODGANGS
@@ -125,6 +125,19 @@ async def make_gang(
             for pod in pods:
                 await kube.patch(PODS, pod, {"spec": {"schedulingGates": None}}, "default")
     return members
+
+
+async def priority_class(client: Client, name: str, value: int, *, never: bool = False) -> None:
+    """A PriorityClass (`never`: its preemptionPolicy is Never)."""
+    body: dict[str, Any] = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+    if never:
+        body["preemptionPolicy"] = "Never"
+    await client.create(PRIORITYCLASSES, body)
 
 
 async def gang_pods(kube: Client, gang: str) -> list[Obj]:

@@ -14,22 +14,20 @@ from grove_sched.gangs import GangKey
 from grove_sched.podgang_status import PODGANGS
 from grove_sim.testing import SimCluster
 
-from .conftest import BLOCK, RACK, bound_nodes, eventually, gang_pods, make_gang, running_scheduler, scheduled_condition
+from .conftest import (
+    BLOCK,
+    RACK,
+    bound_nodes,
+    eventually,
+    gang_pods,
+    make_gang,
+    priority_class,
+    running_scheduler,
+    scheduled_condition,
+)
 
 Obj = Mapping[str, Any]
 FILLERS = ("low-0", "low-1", "low-2", "low-3")
-
-
-async def priority_class(client: KubeClient, name: str, value: int, *, never: bool = False) -> None:
-    body: dict[str, Any] = {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-    }
-    if never:
-        body["preemptionPolicy"] = "Never"
-    await client.create(PRIORITYCLASSES, body)
 
 
 async def fill_with_low_gangs(client: KubeClient) -> dict[str, set[str]]:

@@ -90,6 +90,12 @@ def test_preemption_flags() -> None:
         parse_args(["--preemption-eviction", "drain"])
 
 
+def test_defrag_report_is_off_unless_asked() -> None:
+    """The defragmentation report is an option: off by default, on with `--defrag-report`."""
+    assert parse_args([]).defrag_report is False
+    assert parse_args(["--defrag-report"]).defrag_report is True
+
+
 def test_scheduler_name_repeats() -> None:
     """`--scheduler-name` repeated serves every name once, the first one first (the default reporting name)."""
     config = parse_args(
