@@ -107,7 +107,8 @@ class Scheduler:
         self.binder = binder
         self.events = events
         self.clock = clock or LoopClock()
-        self.queue: SchedulingQueue[GangKey] = queue or SchedulingQueue(clock=self.clock)
+        # `is not None`: an empty queue is falsy (it has a length), and `or` silently replaced the one given
+        self.queue: SchedulingQueue[GangKey] = queue if queue is not None else SchedulingQueue(clock=self.clock)
         self.book = book or StatusBook()
         self.metrics = metrics or SchedulerMetrics()
         self.solver = Solver(options, inline_solve_limit)

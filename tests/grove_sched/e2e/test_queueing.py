@@ -85,3 +85,13 @@ async def test_podgang_of_another_scheduler_is_left_alone(cluster: SimCluster, c
         pg = await client.get(PODGANGS, "kai", "default")
         assert "status" not in pg or not pg["status"]
         assert await bound_nodes(client, "kai") == {}
+
+
+async def test_the_scheduler_keeps_the_queue_it_is_configured_with(cluster: SimCluster, client: KubeClient) -> None:
+    """The configured backoff and the fair-share rank reach the queue the scheduler pops from (an empty queue is
+    falsy, and `queue or SchedulingQueue()` once replaced it with a default one)."""
+    async with running_scheduler(cluster.kubeconfig, initial_backoff=0.05, max_backoff=0.2) as app:
+        queue = app.scheduler.queue
+        assert queue._initial == 0.05
+        assert queue._max == 0.2
+        assert queue._rank is not None
