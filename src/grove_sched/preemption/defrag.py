@@ -105,7 +105,8 @@ class DefragOptions:
 
 def aggregate_room(snapshot: Snapshot, request: GangRequest, options: PlacementOptions) -> str | None:
     """The first domain of the gang's required key ("cluster" without one) whose free GPUs, CPU and memory, summed
-    over the nodes the gang's filters let through, cover its minimum; None when no domain has that much."""
+    over the nodes the gang's filters let through, cover its minimum; None when no domain has that much, or when
+    some required scope of the gang (a role's rack) has no domain with room for its own minimum."""
     try:
         problem = build_problem(snapshot, request, options)
     except (InvalidGang, SelectorError):
@@ -114,6 +115,11 @@ def aggregate_room(snapshot: Snapshot, request: GangRequest, options: PlacementO
     columns = [c for c in (snapshot.resource_index(r) for r in _AGGREGATE) if c is not None and need[c] > 0]
     usable = np.logical_or.reduce(np.stack(problem.masks)) if problem.masks else np.ones(snapshot.num_nodes, bool)
     free = np.maximum(snapshot.free, 0)[usable]
+    for scope in problem.required:  # every required scope (a role's rack, say) needs one domain with room for it
+        groups = list(scope.groups)
+        scope_need = (problem.internal_min[groups, None] * problem.req[groups]).sum(axis=0)
+        if not _some_domain_holds(free, scope.domains[usable], scope_need, columns):
+            return None
     key = request.topology.required_key
     if not key:
         return "cluster" if all(int(free[:, c].sum()) >= int(need[c]) for c in columns) else None
@@ -123,6 +129,18 @@ def aggregate_room(snapshot: Snapshot, request: GangRequest, options: PlacementO
         if inside.size and all(int(inside[:, c].sum()) >= int(need[c]) for c in columns):
             return name
     return None
+
+
+def _some_domain_holds(free: np.ndarray, domains: np.ndarray, need: np.ndarray, columns: list[int]) -> bool:
+    """Whether the nodes of one domain (codes per node, -1: none) have `need` free in aggregate."""
+    labelled = domains >= 0
+    if not labelled.any():
+        return False
+    codes = domains[labelled]
+    ok = np.ones(int(codes.max()) + 1, dtype=bool)
+    for c in columns:
+        ok &= np.bincount(codes, weights=free[labelled, c], minlength=ok.size) >= need[c]
+    return bool(ok.any())
 
 
 def replace_moved(

@@ -16,7 +16,17 @@ from hypothesis import strategies as st
 from placement_kit import counts_of, gang, group, node, violations
 
 from grove_sched.gangs import GangKey
-from grove_sched.model import GPU, RACK_KEY, BoundPod, GangRequest, NodeInfo, Placement, PodGroup, PodRef
+from grove_sched.model import (
+    GPU,
+    RACK_KEY,
+    BoundPod,
+    GangRequest,
+    NodeInfo,
+    Placement,
+    PodGroup,
+    PodRef,
+    TopologyConstraint,
+)
 from grove_sched.placement import Snapshot, assumed_pods
 from grove_sched.preemption.defrag import (
     DefragOptions,
@@ -137,6 +147,19 @@ def test_aggregate_room_is_per_domain_of_the_required_key() -> None:
     assert aggregate_room(snapshot, needing(2, 4, RACK_KEY), OPTIONS.placement) == "r0"
     assert aggregate_room(snapshot, needing(2, 6, RACK_KEY), OPTIONS.placement) is None
     assert plan_defragmentation(snapshot, needing(2, 6, RACK_KEY), gangs) is None
+
+
+def test_a_role_required_in_one_rack_needs_a_rack_with_room_for_it() -> None:
+    """The same cluster and a gang without a gang-level key whose one role of 2 x 6 GPUs is required in one rack
+    (the disaggregated shapes): 16 GPUs are free in the cluster, yet no rack has 12, so moving gangs cannot help."""
+    nodes = [node("a0", "r0"), node("a1", "r0"), node("b0", "r1"), node("b1", "r1")]
+    gangs = [movable(f"m{i}", [(n.name, 4)]) for i, n in enumerate(nodes)]
+    snapshot = snapshot_of(nodes, gangs)
+    rack = TopologyConstraint(required_key=RACK_KEY)
+    small, large = (gang(group("g", 2, gpu=gpus, cpu=0, topology=rack)) for gpus in (4, 6))
+    assert aggregate_room(snapshot, small, OPTIONS.placement) == "cluster"
+    assert aggregate_room(snapshot, large, OPTIONS.placement) is None
+    assert plan_defragmentation(snapshot, large, gangs) is None
 
 
 def test_nothing_when_the_gang_fits_already() -> None:
