@@ -131,6 +131,8 @@ class Driver:
             return
         name = self.rng.choice(settled)
         settled.remove(name)
+        if name not in existing:  # the settled list is up to `settled_every` old: deleted since
+            return
         roll = self.rng.random()
         if roll < 0.35:
             await self.client.delete(PCS, name, self.namespace)
