@@ -11,11 +11,6 @@ FAULT_KINDS = {"error_500", "error_503", "error_429", "error_409", "latency", "w
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (#22): 1 of 4 clean-clone runs on 2026-11-28 ended with a scaling-group PodCliqueSet whose pods "
-    "differ from the fault-free replay (pod deletions and 1 s gang termination in the workload); cause not found yet",
-)
 def test_short_seeded_chaos_run_keeps_every_invariant() -> None:
     """300 gangs on 60 nodes, two replicas of each program, every fault kind and disruption at least once, rolling
     updates driven (the fault-free comparison then includes each pod's template hash)."""
