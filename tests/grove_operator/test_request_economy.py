@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -76,18 +77,31 @@ class RecordingClient:
         return [body for verb, res, _, sub, body in self.writes if (res, sub) == ("podcliques", "status")]
 
 
+@dataclass
+class Setup:
+    """The operator assembled against a recording client, one PodCliqueSet and its standalone PodClique cached."""
+
+    app: Any
+    reconciler: Any
+    pclq: Obj
+    key: ObjectKey
+
+
+def set_up(client: RecordingClient, clock: FakeClock, pcs_raw: Obj = PCS) -> Setup:
+    app = build(OperatorConfig(leader_elect=False, metrics_port=None), client, clock=clock)  # type: ignore[arg-type]
+    pclq = build_standalone_podclique(defaulted_podcliqueset(pcs_raw), 0, "w")
+    pclq["metadata"].update(uid="pclq-uid", generation=1, resourceVersion="2")
+    app.cache.informer(PODCLIQUESETS).store.upsert(copy.deepcopy(pcs_raw))
+    app.cache.informer(PODCLIQUES).store.upsert(pclq)
+    return Setup(app, app.controllers["podclique"].reconciler, pclq, ObjectKey(NS, pclq["metadata"]["name"]))
+
+
 async def test_status_waits_for_created_pods_and_skips_unchanged_status() -> None:
     """The reconcile that creates pods writes no status (its cache has none of them yet); the next one, with the
     pods observed, writes one; a reconcile that finds nothing changed writes none."""
     client = RecordingClient()
-    app = build(OperatorConfig(leader_elect=False, metrics_port=None), client, clock=FakeClock())  # type: ignore[arg-type]
-    reconciler = app.controllers["podclique"].reconciler
-    pcs = defaulted_podcliqueset(PCS)
-    pclq = build_standalone_podclique(pcs, 0, "w")
-    pclq["metadata"].update(uid="pclq-uid", generation=1, resourceVersion="2")
-    app.cache.informer(PODCLIQUESETS).store.upsert(copy.deepcopy(PCS))
-    app.cache.informer(PODCLIQUES).store.upsert(pclq)
-    key = ObjectKey(NS, pclq["metadata"]["name"])
+    setup = set_up(client, FakeClock())
+    app, reconciler, pclq, key = setup.app, setup.reconciler, setup.pclq, setup.key
 
     await reconciler.reconcile(key)
     created = [body for verb, res, _, _, body in client.writes if (verb, res) == ("create", "pods")]
@@ -117,14 +131,8 @@ async def test_status_waits_for_lost_pod_events_only_briefly() -> None:
     writes the status from the cache, while the pod count stays trusted only once the expectations time out."""
     clock = FakeClock()
     client = RecordingClient()
-    app = build(OperatorConfig(leader_elect=False, metrics_port=None), client, clock=clock)  # type: ignore[arg-type]
-    reconciler = app.controllers["podclique"].reconciler
-    pcs = defaulted_podcliqueset(PCS)
-    pclq = build_standalone_podclique(pcs, 0, "w")
-    pclq["metadata"].update(uid="pclq-uid", generation=1, resourceVersion="2")
-    app.cache.informer(PODCLIQUESETS).store.upsert(copy.deepcopy(PCS))
-    app.cache.informer(PODCLIQUES).store.upsert(pclq)
-    key = ObjectKey(NS, pclq["metadata"]["name"])
+    setup = set_up(client, clock)
+    app, reconciler, key = setup.app, setup.reconciler, setup.key
 
     first = await reconciler.reconcile(key)
     assert first.requeue_after == pytest.approx(STATUS_HOLD)
@@ -160,15 +168,10 @@ async def test_refused_pod_creation_costs_one_request_and_records_the_error() ->
     """Slow start: with every creation refused, a 16-pod PodClique sends one create, not sixteen, gives the other
     expectations back, and reports the failure in its status."""
     client = RefusingClient()
-    app = build(OperatorConfig(leader_elect=False, metrics_port=None), client, clock=FakeClock())  # type: ignore[arg-type]
-    reconciler = app.controllers["podclique"].reconciler
     pcs_raw = copy.deepcopy(PCS)
     pcs_raw["spec"]["template"]["cliques"][0]["spec"].update(replicas=16, minAvailable=1)
-    pclq = build_standalone_podclique(defaulted_podcliqueset(pcs_raw), 0, "w")
-    pclq["metadata"].update(uid="pclq-uid", generation=1, resourceVersion="2")
-    app.cache.informer(PODCLIQUESETS).store.upsert(pcs_raw)
-    app.cache.informer(PODCLIQUES).store.upsert(pclq)
-    key = ObjectKey(NS, pclq["metadata"]["name"])
+    setup = set_up(client, FakeClock(), pcs_raw)
+    app, reconciler, key = setup.app, setup.reconciler, setup.key
     with pytest.raises(ComponentError):
         await reconciler.reconcile(key)
     assert [w for w in client.writes if w[:2] == ("create", "pods")] == [client.writes[0]]
