@@ -34,7 +34,8 @@ from grove_operator.lifecycle.replacement import Replacement
 from grove_operator.lifecycle.rollout import current_replica
 from grove_operator.lifecycle.sources import cache_sources
 from grove_operator.lifecycle.termination import Breach, pclq_breach, plan_group_termination, termination_delay
-from grove_operator.reconcile.concurrency import bounded
+from grove_operator.reconcile.concurrency import bounded_settled
+from grove_operator.reconcile.failures import ComponentError, describe, error_code
 from grove_operator.reconcile.writes import delete_if_exists, record_status
 from grove_operator.scalinggroup.members import PCS, PcsgContext, member_podcliques
 from grove_operator.status.scalinggroup import compute_scaling_group_status
@@ -148,9 +149,12 @@ class ScalingGroupReplicas:
                 f"replica {index}: {breach.describe()} for longer than terminationDelay {text}; recreating it",
             )
 
-    @staticmethod
-    async def _recreate(ctx: PcsgContext, indices: Iterable[int]) -> None:
-        """Delete every member PodClique of the replicas `indices` (they are created again from the template)."""
+    async def _recreate(self, ctx: PcsgContext, indices: Iterable[int]) -> None:
+        """Delete every member PodClique of the replicas `indices` (they are created again from the template).
+
+        Each expected deletion that will never be observed is given back: a member already gone, and a delete
+        that failed (an injected 409 say). One failure kept unaccounted held this group's rolling update, its
+        gang termination and every later unit of its PodCliqueSet replica for the expectations' 5 minutes."""
         wanted = set(indices)
         victims = sorted(
             str(o["metadata"]["name"])
@@ -161,8 +165,11 @@ class ScalingGroupReplicas:
         # from their own cache, and must not take something down meanwhile.
         key = ObjectKey(ctx.namespace, member_deletions(ctx.key.name))
         ctx.expectations.expect(key, deletions=ctx.expectations.pending(key)[1] + len(victims))
-        deleted = await bounded(
+        results = await bounded_settled(
             partial(delete_if_exists, ctx.client, PODCLIQUES, name, ctx.namespace) for name in victims
         )
-        for _ in range(deleted.count(False)):  # already gone: nothing to observe
+        failures = [r for r in results if isinstance(r, Exception)]
+        for _ in range(sum(1 for r in results if r is False) + len(failures)):  # nothing to observe for these
             ctx.expectations.deletion_observed(key)
+        if failures:
+            raise ComponentError(error_code(self.name), "delete", describe(failures[0]))
