@@ -47,6 +47,14 @@ async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
             await task
 
 
+def dump_tasks() -> None:
+    """Log every asyncio task with where it waits (`kill -USR1 <pid>`): what a stuck program is stuck on."""
+    for task in asyncio.all_tasks():
+        frames = task.get_stack(limit=12)
+        where = [f"{f.f_code.co_filename}:{f.f_lineno} {f.f_code.co_name}" for f in frames]
+        log.warning("task", task=task.get_name(), done=task.done(), stack=where)
+
+
 class Manager:
     """Wires caches, an optional leader elector and runnables into one ordered lifecycle."""
 
@@ -100,6 +108,10 @@ class Manager:
                 installed.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+            loop.add_signal_handler(signal.SIGUSR1, dump_tasks)
+            installed.append(signal.SIGUSR1)
 
         def remove() -> None:
             for sig in installed:

@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
+from structlog.testing import capture_logs
 
 from grove_runtime.cache import Cache
 from grove_runtime.client import KubeClient
 from grove_runtime.controller import Controller
 from grove_runtime.keys import ObjectKey, Result
 from grove_runtime.leaderelection import LeaderElector, LeadershipLost
-from grove_runtime.manager import Manager
+from grove_runtime.manager import Manager, dump_tasks
 from grove_runtime.metrics import ControllerMetrics
 from grove_runtime.resources import PODS
 
@@ -154,3 +155,20 @@ async def test_crashing_runnable_stops_the_manager(mini_api: MiniApi, mini_clien
     with pytest.raises(RuntimeError, match="crash"):
         await manager.run(handle_signals=False)
     assert log[-1] == "stop other"
+
+
+async def test_a_task_dump_says_where_each_task_waits() -> None:
+    """`kill -USR1` logs every asyncio task with its stack: a program stuck on something says what."""
+    gate = asyncio.Event()
+
+    async def stuck_reconcile() -> None:
+        await gate.wait()
+
+    task = asyncio.get_running_loop().create_task(stuck_reconcile(), name="podclique-worker-0")
+    await asyncio.sleep(0)
+    with capture_logs() as logs:
+        dump_tasks()
+    gate.set()
+    await task
+    [entry] = [e for e in logs if e.get("task") == "podclique-worker-0"]
+    assert any("stuck_reconcile" in frame for frame in entry["stack"])
