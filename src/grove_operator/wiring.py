@@ -75,7 +75,7 @@ from grove_operator.scalinggroup.members import MemberDeletionObserver
 from grove_operator.scalinggroup.reconciler import ScalingGroupReconciler
 from grove_operator.webhooks.setup import build_webhooks
 from grove_runtime.cache import Cache
-from grove_runtime.client import Client
+from grove_runtime.client import Client, KubeClient
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.controller import Controller
 from grove_runtime.events import EventRecorder
@@ -300,7 +300,12 @@ def build(
     expectations: Expectations[ObjectKey] = Expectations(timeout=config.expectations_timeout, clock=clock)
     pod_inf.add_handler(PodExpectationsObserver(expectations))
     pclq_inf.add_handler(MemberDeletionObserver(expectations))
-    deps = Deps(client, cache, recorder, config, expectations, clock, ParseMemo())
+    elector = config.lease.elector(client, clock) if config.leader_elect else None
+    # The controllers write only while this process leads (each attempt checked): a leader frozen past its lease
+    # must not land a write it computed before, after its successor acted. Webhook certificates are written by
+    # every replica, so `client` itself stays unfenced.
+    writer = client.fenced_writes(elector.leading) if elector is not None and isinstance(client, KubeClient) else client
+    deps = Deps(writer, cache, recorder, config, expectations, clock, ParseMemo())
     for informer in cache.informers():  # a deleted object's parses go with it
         informer.add_handler(deps.parsed)
 
@@ -425,7 +430,6 @@ def build(
     if config.first_api:
         first_api = _first_api_controllers(deps, controller, pgs_inf, dpc_inf, pod_inf, gang_inf)
 
-    elector = config.lease.elector(client, clock) if config.leader_elect else None
     manager = Manager(
         client,
         cache=cache,

@@ -17,6 +17,7 @@ credentials only), for programs that start often and live briefly.
 from __future__ import annotations
 
 import contextlib
+import copy
 import enum
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -137,6 +138,7 @@ class KubeClient:
         request_timeout: float = 30.0,
     ) -> None:
         self.api_client = api_client
+        self._write_fence: Callable[[], bool] | None = None
         self._retry = retry or RetryPolicy()
         self._clock = clock or LoopClock()
         self._timeout = request_timeout
@@ -146,6 +148,16 @@ class KubeClient:
             self._transport: Transport | LightTransport = Transport(api_client)
         else:
             self._transport = transport
+
+    def fenced_writes(self, fence: Callable[[], bool]) -> KubeClient:
+        """A view of this client (same connection) whose every write attempt, retries included, is sent only while
+        `fence()` says yes, else raises `errors.Fenced`; reads are not fenced. For a leader's controllers: a leader
+        frozen past its lease (a paused VM, SIGSTOP) must not land the write it was about to send once it resumes,
+        after its successor has acted (the chaos suite saw such a late status write revert a PodClique's status).
+        Close the original, not the view."""
+        view = copy.copy(self)
+        view._write_fence = fence
+        return view
 
     @classmethod
     async def from_kubeconfig(cls, path: str | None = None, *, context: str | None = None, **kwargs: Any) -> KubeClient:
@@ -212,6 +224,8 @@ class KubeClient:
         """One API call with retries on 429/5xx/connection loss; returns the parsed JSON body. With ``fence``,
         each attempt is sent only while it returns True (a retry waits a backoff, during which a leader may lose
         its lease: checking once before the first attempt would let a deposed leader's retry through)."""
+        if fence is None and method != "GET":
+            fence = self._write_fence
         async for attempt in retrying(self._retry, self._clock):
             with attempt:
                 if fence is not None and not fence():

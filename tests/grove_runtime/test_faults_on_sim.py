@@ -147,3 +147,23 @@ async def test_a_fenced_bind_is_not_retried_once_the_fence_falls(faulty: SimClus
     assert len(asked) == 2  # asked before the first attempt and before the retry, which it stopped
     await set_faults(faulty, None)
     assert not (await fast_client.get(PODS, "fenced", "default"))["spec"].get("nodeName")
+
+
+async def test_fenced_writes_stop_when_the_fence_falls_and_reads_go_on(
+    faulty: SimCluster, fast_client: KubeClient
+) -> None:
+    """The operator's controllers write through `fenced_writes(elector.leading)`: while leading a write goes
+    through; once the fence says no (a leader resumed after its lease ran out) every write raises Fenced and
+    changes nothing, while reads still work."""
+    leading = [True]
+    writer = fast_client.fenced_writes(lambda: leading[0])
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fenced-cm", "namespace": "default"}}
+    await writer.create(CONFIGMAPS, cm, "default")
+    leading[0] = False
+    with pytest.raises(errors.Fenced):
+        await writer.patch(CONFIGMAPS, "fenced-cm", {"data": {"late": "write"}}, "default")
+    with pytest.raises(errors.Fenced):
+        await writer.delete(CONFIGMAPS, "fenced-cm", "default")
+    stored = await writer.get(CONFIGMAPS, "fenced-cm", "default")
+    assert "data" not in stored
+    await fast_client.delete(CONFIGMAPS, "fenced-cm", "default")
