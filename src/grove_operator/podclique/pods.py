@@ -14,7 +14,6 @@ response was lost) is repaired: the extra holders are deleted and the missing in
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -31,7 +30,7 @@ from grove_operator.reconcile.childset import CONTINUE_AFTER
 from grove_operator.reconcile.context import SyncContext
 from grove_operator.reconcile.failures import ComponentError, describe, error_code
 from grove_operator.reconcile.ownership import controlled_children
-from grove_operator.reconcile.writes import delete_if_exists
+from grove_operator.reconcile.writes import delete_expecting, delete_if_exists
 from grove_operator.slowstart import run_slow_start
 from grove_runtime import errors
 from grove_runtime.client import PatchType
@@ -167,12 +166,9 @@ class Pods:
 
     async def _delete(self, ctx: PclqContext, names: list[str], pending_creations: int, why: str) -> None:
         """Delete `names`; on a failure give back the expectations never to be met (these creations included)."""
-        results = await asyncio.gather(
-            *(delete_if_exists(ctx.client, PODS, name, ctx.namespace) for name in names), return_exceptions=True
+        failures = await delete_expecting(
+            ctx.client, PODS, names, ctx.namespace, lambda n: ctx.expectations.lower(ctx.key, deletions=n)
         )
-        missing = sum(1 for r in results if r is False)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        ctx.expectations.lower(ctx.key, deletions=missing + len(failures))
         await ctx.recorder.normal(ctx.raw, "PodDeleted", f"Deleted {len(names) - len(failures)} pod(s) {why}")
         if failures:
             ctx.expectations.lower(ctx.key, creations=pending_creations)

@@ -10,7 +10,6 @@ OnDelete nothing is deleted here: a pod deleted by hand comes back from the PodC
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ from grove_operator.lifecycle.rollout import current_replica
 from grove_operator.lifecycle.sources import cache_sources
 from grove_operator.podclique.pods import PCS, PclqContext, owned_pods
 from grove_operator.reconcile.failures import ComponentError, describe, error_code
-from grove_operator.reconcile.writes import delete_if_exists, record_status
+from grove_operator.reconcile.writes import delete_expecting, record_status
 from grove_operator.status.podclique import count_pods
 from grove_runtime.keys import Result
 from grove_runtime.resources import PODS
@@ -111,11 +110,9 @@ class PodRollout:
     async def _delete(self, ctx: PclqContext, plan: Replacement[str], victims: list[str]) -> None:
         """Delete the victims, expecting their deletions so the next reconcile waits for the cache to show them."""
         ctx.expectations.expect(ctx.key, deletions=len(victims))
-        results = await asyncio.gather(
-            *(delete_if_exists(ctx.client, PODS, name, ctx.namespace) for name in victims), return_exceptions=True
+        failures = await delete_expecting(
+            ctx.client, PODS, victims, ctx.namespace, lambda n: ctx.expectations.lower(ctx.key, deletions=n)
         )
-        failures = [r for r in results if isinstance(r, BaseException)]
-        ctx.expectations.lower(ctx.key, deletions=sum(1 for r in results if r is False) + len(failures))
         if failures:
             raise ComponentError(error_code(self.name), "delete", describe(failures[0]))
         if plan.at_once:

@@ -7,12 +7,14 @@ goes through the status subresource only, and only when it changed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from grove_operator.reconcile.compare import merge_patch_for
+from grove_operator.reconcile.concurrency import bounded_settled
 from grove_operator.reconcile.context import SyncContext
 from grove_runtime import errors
 from grove_runtime.client import Client, PatchType
@@ -20,6 +22,7 @@ from grove_runtime.resources import ResourceType
 
 __all__ = [
     "create_or_patch",
+    "delete_expecting",
     "delete_if_exists",
     "ensure_finalizer",
     "record_status",
@@ -71,6 +74,22 @@ async def delete_if_exists(client: Client, rt: ResourceType, name: str, namespac
     except errors.NotFound:
         return False
     return True
+
+
+async def delete_expecting(
+    client: Client, rt: ResourceType, names: Iterable[str], namespace: str, give_back: Callable[[int], None]
+) -> list[Exception]:
+    """Delete `names` whose deletions the caller expects to observe; returns the failures, after handing
+    `give_back` the number of deletions that will never be observed (already gone, or refused).
+
+    Every delete runs to its end, so each failure is accounted for: an expectation left unmet holds its owner's
+    decisions until the expectations time out (5 minutes)."""
+    results = await bounded_settled(partial(delete_if_exists, client, rt, name, namespace) for name in names)
+    failures = [r for r in results if isinstance(r, Exception)]
+    unobservable = sum(1 for r in results if r is False) + len(failures)
+    if unobservable:
+        give_back(unobservable)
+    return failures
 
 
 async def remove_finalizer(client: Client, rt: ResourceType, obj: Mapping[str, Any], finalizer: str) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import structlog
@@ -34,9 +33,8 @@ from grove_operator.lifecycle.replacement import Replacement
 from grove_operator.lifecycle.rollout import current_replica
 from grove_operator.lifecycle.sources import cache_sources
 from grove_operator.lifecycle.termination import Breach, pclq_breach, plan_group_termination, termination_delay
-from grove_operator.reconcile.concurrency import bounded_settled
 from grove_operator.reconcile.failures import ComponentError, describe, error_code
-from grove_operator.reconcile.writes import delete_if_exists, record_status
+from grove_operator.reconcile.writes import delete_expecting, record_status
 from grove_operator.scalinggroup.members import PCS, PcsgContext, member_podcliques
 from grove_operator.status.scalinggroup import compute_scaling_group_status
 from grove_runtime.keys import ObjectKey, Result
@@ -165,11 +163,8 @@ class ScalingGroupReplicas:
         # from their own cache, and must not take something down meanwhile.
         key = ObjectKey(ctx.namespace, member_deletions(ctx.key.name))
         ctx.expectations.expect(key, deletions=ctx.expectations.pending(key)[1] + len(victims))
-        results = await bounded_settled(
-            partial(delete_if_exists, ctx.client, PODCLIQUES, name, ctx.namespace) for name in victims
+        failures = await delete_expecting(
+            ctx.client, PODCLIQUES, victims, ctx.namespace, lambda n: ctx.expectations.lower(key, deletions=n)
         )
-        failures = [r for r in results if isinstance(r, Exception)]
-        for _ in range(sum(1 for r in results if r is False) + len(failures)):  # nothing to observe for these
-            ctx.expectations.deletion_observed(key)
         if failures:
             raise ComponentError(error_code(self.name), "delete", describe(failures[0]))
