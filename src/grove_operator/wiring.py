@@ -32,7 +32,8 @@ builder calls (For / Owns / Watches with map functions and predicates), followin
 
 Pods, Services, Secrets, ServiceAccounts, Roles, RoleBindings and HPAs are cached only if labelled
 `managed-by=grove-operator`, which keeps the operator's memory proportional to what it manages; pods are cached
-with only the fields the operator reads (`grove_operator.podcache`).
+with only the fields the operator reads (`grove_operator.podcache`). The predicates and map functions named here
+live in `grove_operator.triggers`.
 """
 
 from __future__ import annotations
@@ -73,6 +74,28 @@ from grove_operator.podgangset.reconciler import PodGangSetReconciler
 from grove_operator.reconcile.context import Deps
 from grove_operator.scalinggroup.members import MemberDeletionObserver
 from grove_operator.scalinggroup.reconciler import ScalingGroupReconciler
+from grove_operator.triggers import (
+    CHILD_CHANGED,
+    GENERATION_HASH_CHANGED,
+    GENERATION_OR_DELETION,
+    MEMBER_CHANGED,
+    PCLQ_PRIMARY,
+    PCS_PRIMARY,
+    POD_CHANGED,
+    POD_LABELS_CHANGED,
+    POD_SET_CHANGED,
+    ROLLOUT_CHANGED,
+    SCHEDULED_CHANGED,
+    SPEC_OR_STATUS,
+    STATUS_ONLY,
+    TOKEN_FILLED,
+    member_to_pcs,
+    meta_of,
+    pod_to_pcs,
+    podgang_to_podcliques,
+    pods_to_podclique,
+    references_topology,
+)
 from grove_operator.webhooks.setup import build_webhooks
 from grove_runtime.cache import Cache
 from grove_runtime.client import Client, KubeClient
@@ -85,7 +108,6 @@ from grove_runtime.health import Address
 from grove_runtime.keys import ObjectKey
 from grove_runtime.manager import Manager
 from grove_runtime.metrics import ControllerMetrics
-from grove_runtime.predicates import Predicate, predicate
 from grove_runtime.resources import HPAS, PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES
 from grove_runtime.webhook.serving import ServeWebhooks
 
@@ -94,131 +116,6 @@ __all__ = ["OperatorApp", "build"]
 Obj = dict[str, Any]
 GROUP = "grove.io"
 MANAGED_SELECTOR = f"{glabels.LABEL_MANAGED_BY}={glabels.MANAGED_BY_VALUE}"
-
-
-def _meta(obj: Obj) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
-def _changed(old: Obj, new: Obj, *paths: tuple[str, ...]) -> bool:
-    for path in paths:
-        a: Any = old
-        b: Any = new
-        for part in path:
-            a = a.get(part) if isinstance(a, dict) else None
-            b = b.get(part) if isinstance(b, dict) else None
-        if a != b:
-            return True
-    return False
-
-
-_GENERATION = ("metadata", "generation")
-_DELETION = ("metadata", "deletionTimestamp")
-_STATUS = ("status",)
-_LABELS = ("metadata", "labels")
-_TRIGGER = ("metadata", "annotations", glabels.ANNOTATION_RECONCILE_TRIGGER)
-
-PCS_PRIMARY: Predicate = predicate(update=lambda o, n: _changed(o, n, _GENERATION, _DELETION, _TRIGGER))
-"""PCS events worth a reconcile: spec changes, deletion, the reconcile-trigger annotation."""
-
-SPEC_OR_STATUS: Predicate = predicate(update=lambda o, n: _changed(o, n, _GENERATION, _DELETION, _STATUS))
-"""Child changes a parent folds into its own spec flow or status."""
-
-GENERATION_OR_DELETION: Predicate = predicate(update=lambda o, n: _changed(o, n, _GENERATION, _DELETION))
-"""Spec changes and deletion only."""
-
-CHILD_CHANGED: Predicate = predicate(
-    create=lambda _o: False, update=lambda o, n: _changed(o, n, _GENERATION, _DELETION)
-)
-"""A child's spec change or deletion, but not its creation: the owner creates its children itself, in a reconcile
-that already accounted for them, and at 5,000 replicas each needless owner reconcile costs a pass over all."""
-
-STATUS_ONLY: Predicate = predicate(
-    create=lambda _o: False,
-    update=lambda o, n: _changed(o, n, _STATUS) and not _changed(o, n, _GENERATION, _DELETION),
-    delete=lambda _o: False,
-)
-"""Status changes that come without a spec change or deletion (those are GENERATION_OR_DELETION's)."""
-
-PCLQ_PRIMARY: Predicate = predicate(update=lambda o, n: _changed(o, n, _GENERATION, _DELETION, _LABELS))
-"""PodClique events for its own controller: spec, labels (gang membership) and deletion."""
-
-POD_CHANGED: Predicate = predicate(
-    update=lambda o, n: _changed(o, n, _STATUS, _DELETION, ("spec", "schedulingGates"), ("spec", "nodeName"))
-)
-"""Pod changes that affect PodClique status or gates (readiness, scheduling, gates, deletion)."""
-
-POD_LABELS_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _LABELS, _DELETION))
-"""A pod's labels or deletion changed (what a label selector's count depends on)."""
-
-TOKEN_FILLED: Predicate = predicate(update=lambda o, n: _changed(o, n, ("data", "token")), create=lambda _o: False)
-"""The token controller populated the SA-token Secret."""
-
-_ROLLOUT = (
-    ("status", "updateProgress", "currentlyUpdating"),
-    ("status", "updateProgress", "updateStartedAt"),
-    ("status", "updateProgress", "updateEndedAt"),
-    ("status", "currentGenerationHash"),
-    ("spec", "updateStrategy"),
-)
-
-ROLLOUT_CHANGED: Predicate = predicate(
-    create=lambda _o: False, update=lambda o, n: _changed(o, n, *_ROLLOUT), delete=lambda _o: False
-)
-"""A PodCliqueSet's rolling update moved (started, next replica, ended) or its strategy changed."""
-
-GENERATION_HASH_CHANGED: Predicate = predicate(
-    create=lambda _o: False,
-    update=lambda o, n: _changed(o, n, ("status", "currentGenerationHash")),
-    delete=lambda _o: False,
-)
-"""A PodCliqueSet's pod templates changed (once per template change, whatever the strategy)."""
-
-MEMBER_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _DELETION, ("status", "conditions")))
-"""A scaling-group member appears, goes, or its conditions (breach, availability) move."""
-
-POD_SET_CHANGED: Predicate = predicate(update=lambda o, n: _changed(o, n, _DELETION))
-"""A pod appeared, went, or started terminating: what its PodGang's pod references are made of."""
-
-SCHEDULED_CHANGED: Predicate = predicate(
-    update=lambda o, n: _changed(o, n, ("status", "scheduledReplicas")), create=lambda _o: False
-)
-"""A PodClique's scheduled count moved (scaled gangs may now be released)."""
-
-
-def _pods_to_podclique(pod: Obj) -> Iterable[ObjectKey]:
-    meta = _meta(pod)
-    name = (meta.get("labels") or {}).get(glabels.LABEL_PODCLIQUE)
-    return (ObjectKey(str(meta.get("namespace") or ""), str(name)),) if name else ()
-
-
-def _pod_to_pcs(pod: Obj) -> Iterable[ObjectKey]:
-    meta = _meta(pod)
-    name = (meta.get("labels") or {}).get(glabels.LABEL_PART_OF)
-    return (ObjectKey(str(meta.get("namespace") or ""), str(name)),) if name else ()
-
-
-def _member_to_pcs(pclq: Obj) -> Iterable[ObjectKey]:
-    meta = _meta(pclq)
-    labels = meta.get("labels") or {}
-    if not labels.get(glabels.LABEL_PCSG) or not labels.get(glabels.LABEL_PART_OF):
-        return ()
-    return (ObjectKey(str(meta.get("namespace") or ""), str(labels[glabels.LABEL_PART_OF])),)
-
-
-def _podgang_to_podcliques(gang: Obj) -> Iterable[ObjectKey]:
-    namespace = str(_meta(gang).get("namespace") or "")
-    groups = (gang.get("spec") or {}).get("podgroups") or ()
-    return [ObjectKey(namespace, str(g["name"])) for g in groups if isinstance(g, dict) and g.get("name")]
-
-
-def _references_topology(pcs: Obj, topology: str) -> bool:
-    template = (pcs.get("spec") or {}).get("template") or {}
-    constraints = [template.get("topologyConstraint")]
-    constraints += [c.get("topologyConstraint") for c in template.get("cliques") or () if isinstance(c, dict)]
-    constraints += [g.get("topologyConstraint") for g in template.get("podCliqueScalingGroups") or ()]
-    return any(isinstance(c, dict) and c.get("topologyName") == topology for c in constraints)
 
 
 def _first_api_controllers(
@@ -232,7 +129,7 @@ def _first_api_controllers(
     pgs.watch(gang_inf, enqueue_owner(v1.GROUP, "PodGangSet"), SPEC_OR_STATUS, batch_period=batch)
 
     def pods_to_podcliques(pod: Obj) -> Iterable[ObjectKey]:
-        meta = _meta(pod)
+        meta = meta_of(pod)
         if v1.LABEL_PODGANGSET not in (meta.get("labels") or {}):
             return ()
         return [ObjectKey.of(o) for o in deps.cache.list(DYNAMO_PODCLIQUES, str(meta.get("namespace") or ""))]
@@ -328,23 +225,23 @@ def build(
     pcs.watch(secret_inf, enqueue_owner(GROUP, "PodCliqueSet"), TOKEN_FILLED)
     # Scaling-group members come and go by their group (a recreated replica), and the PodGangs must follow them;
     # their conditions decide gang termination of the whole PCS replica.
-    pcs.watch(pclq_inf, enqueue_mapped(_member_to_pcs), MEMBER_CHANGED, batch_period=batch, batch_scale=scale)
+    pcs.watch(pclq_inf, enqueue_mapped(member_to_pcs), MEMBER_CHANGED, batch_period=batch, batch_scale=scale)
     # The gangs' pod references follow the pods themselves: a scaling-group member's status does not reach the PCS
     # (its owner is the group), and a pod replaced (rolling update, recreation) can leave every status count as it
     # was; without this a replacement pod could stay gated behind a stale reference for good (found by the chaos
     # suite: PodGangs referencing deleted pods, their successors never ungated).
-    pcs.watch(pod_inf, enqueue_mapped(_pod_to_pcs), POD_SET_CHANGED, batch_period=batch, batch_scale=scale)
+    pcs.watch(pod_inf, enqueue_mapped(pod_to_pcs), POD_SET_CHANGED, batch_period=batch, batch_scale=scale)
 
     def topology_to_pcs(ct: Obj) -> Iterable[ObjectKey]:
-        name = str(_meta(ct).get("name") or "")
-        return [ObjectKey.of(o) for o in cache.list(PODCLIQUESETS) if _references_topology(o, name)]
+        name = str(meta_of(ct).get("name") or "")
+        return [ObjectKey.of(o) for o in cache.list(PODCLIQUESETS) if references_topology(o, name)]
 
     pcs.watch(topo_inf, enqueue_mapped(topology_to_pcs))
 
     def lane(obj: Obj, rt: Any, component: str | None) -> list[ObjectKey]:
         """While a rolling update works on the object's PCS replica, the other units of that replica's lane (of
         kind `rt`): one unit settling is what the next one waits for."""
-        meta = _meta(obj)
+        meta = meta_of(obj)
         labels = meta.get("labels") or {}
         pcs_name, replica = labels.get(glabels.LABEL_PART_OF), labels.get(glabels.LABEL_PCS_REPLICA_INDEX)
         namespace = str(meta.get("namespace") or "")
@@ -356,9 +253,9 @@ def build(
         return [
             ObjectKey.of(o)
             for o in cache.by_index(rt, INDEX_PART_OF, f"{namespace}/{pcs_name}")
-            if (_meta(o).get("labels") or {}).get(glabels.LABEL_PCS_REPLICA_INDEX) == replica
-            and (component is None or (_meta(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == component)
-            and _meta(o).get("name") != meta.get("name")
+            if (meta_of(o).get("labels") or {}).get(glabels.LABEL_PCS_REPLICA_INDEX) == replica
+            and (component is None or (meta_of(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == component)
+            and meta_of(o).get("name") != meta.get("name")
         ]
 
     pclq = controller(
@@ -367,11 +264,11 @@ def build(
         config.pclq_workers,
     )
     pclq.watch(pclq_inf, enqueue_self(), PCLQ_PRIMARY)
-    pclq.watch(pod_inf, enqueue_mapped(_pods_to_podclique), POD_CHANGED, batch_period=batch)
-    pclq.watch(gang_inf, enqueue_mapped(_podgang_to_podcliques))
+    pclq.watch(pod_inf, enqueue_mapped(pods_to_podclique), POD_CHANGED, batch_period=batch)
+    pclq.watch(gang_inf, enqueue_mapped(podgang_to_podcliques))
 
     def waiting_on_base(obj: Obj) -> Iterable[ObjectKey]:
-        meta = _meta(obj)
+        meta = meta_of(obj)
         gang = (meta.get("labels") or {}).get(glabels.LABEL_PODGANG)
         if not gang:
             return ()
@@ -384,12 +281,12 @@ def build(
         """The PCS's standalone PodCliques (`standalone`) or its scaling-group members."""
 
         def mapped(obj: Obj) -> Iterable[ObjectKey]:
-            meta = _meta(obj)
+            meta = meta_of(obj)
             key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
             return [
                 ObjectKey.of(o)
                 for o in cache.by_index(PODCLIQUES, INDEX_PART_OF, key)
-                if ((_meta(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == glabels.COMPONENT_PCS_PODCLIQUE)
+                if ((meta_of(o).get("labels") or {}).get(glabels.LABEL_COMPONENT) == glabels.COMPONENT_PCS_PODCLIQUE)
                 == standalone
             ]
 
@@ -413,7 +310,7 @@ def build(
     pcsg.watch(pclq_inf, enqueue_owner(GROUP, "PodCliqueScalingGroup"), STATUS_ONLY, batch_period=batch)
 
     def pcs_to_pcsgs(obj: Obj) -> Iterable[ObjectKey]:
-        meta = _meta(obj)
+        meta = meta_of(obj)
         key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
         return [ObjectKey.of(o) for o in cache.by_index(PODCLIQUESCALINGGROUPS, INDEX_PART_OF, key)]
 

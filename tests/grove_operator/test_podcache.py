@@ -11,7 +11,7 @@ from grove_operator.desired import gates, scalein
 from grove_operator.desired.podgang import pod_references
 from grove_operator.podcache import slim_pod
 from grove_operator.status.podclique import count_pods
-from grove_operator.wiring import POD_CHANGED
+from grove_operator.triggers import POD_CHANGED
 
 Obj = dict[str, Any]
 

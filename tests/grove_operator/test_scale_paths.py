@@ -11,7 +11,7 @@ from grove_operator import syncmemo
 from grove_operator.parsed import ParseMemo
 from grove_operator.reconcile.compare import in_sync, is_subset, merge_patch_for
 from grove_operator.syncmemo import SyncMemo
-from grove_operator.wiring import GENERATION_OR_DELETION, STATUS_ONLY
+from grove_operator.triggers import GENERATION_OR_DELETION, STATUS_ONLY
 from grove_runtime.clock import FakeClock
 from grove_runtime.controller import Controller
 from grove_runtime.handlers import enqueue_self
@@ -154,7 +154,7 @@ def test_store_shares_one_key_instance_across_replacements() -> None:
 
 def test_owner_ignores_the_creation_of_its_children_but_not_their_changes() -> None:
     """The PCS created its children itself: their ADDED events do not re-run it; spec changes and deletes do."""
-    from grove_operator.wiring import CHILD_CHANGED
+    from grove_operator.triggers import CHILD_CHANGED
 
     old = _pclq(2)
     assert not CHILD_CHANGED.create(old)
