@@ -16,7 +16,6 @@ bearer token, TLS files) without importing kubernetes-asyncio at all: a short-li
 
 from __future__ import annotations
 
-import json
 import ssl
 import tempfile
 import time
@@ -27,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
+
+from grove_runtime._json import dumps
 
 if TYPE_CHECKING:
     from kubernetes_asyncio import client as k8s
@@ -43,7 +44,7 @@ def encode_body(body: Any) -> bytes | None:
     """Compact JSON bytes for a request body (None: no body)."""
     if body is None:
         return None
-    return json.dumps(body, separators=(",", ":")).encode()
+    return dumps(body)
 
 
 def environment_proxy(url: str) -> str | None:

@@ -5,7 +5,6 @@ Kept apart so the client module reads as the list of verbs; everything here is p
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +13,7 @@ import aiohttp
 import tenacity
 
 from grove_runtime import errors
+from grove_runtime._json import loads
 from grove_runtime.clock import Clock
 
 Obj = dict[str, Any]
@@ -67,7 +67,7 @@ async def read_json(resp: aiohttp.ClientResponse) -> Obj:
         raise errors.error_for_status(resp.status, raw, retry_after=resp.headers.get("Retry-After"))
     if not raw:
         return {}
-    parsed = json.loads(raw)
+    parsed = loads(raw)
     return parsed if isinstance(parsed, dict) else {"items": parsed}
 
 
@@ -84,7 +84,7 @@ async def watch_events(resp: aiohttp.ClientResponse) -> AsyncIterator[Obj]:
         if not line:
             continue
         try:
-            event = json.loads(line)
+            event = loads(line)
         except ValueError:
             continue
         if not isinstance(event, dict):

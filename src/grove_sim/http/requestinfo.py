@@ -7,7 +7,6 @@ envelope kubectl 1.32 uses for ``create namespace``/``run``; and content negotia
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +15,7 @@ from aiohttp import web
 
 from grove_sim.http.protobuf import ProtobufError, decode_k8s_protobuf
 from grove_sim.machinery import errors
+from grove_sim.storage.store import loads
 
 __all__ = [
     "RequestInfo",
@@ -116,7 +116,7 @@ async def read_body(request: web.Request, *, allowed: tuple[str, ...] | None = N
     raw = await request.read()
     try:
         if content_type in _JSON_TYPES:
-            return json.loads(raw) if raw.strip() else None
+            return loads(raw) if raw.strip() else None
         if content_type in _YAML_TYPES:
             return yaml.safe_load(raw) if raw.strip() else None
         if content_type == _PROTOBUF:

@@ -25,6 +25,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+import orjson
+
 __all__ = [
     "DEFAULT_HISTORY",
     "DEFAULT_HISTORY_AGE",
@@ -57,8 +59,20 @@ ObjectRef = tuple[ResourceKey, str, str]
 
 
 def dumps(obj: Any) -> bytes:
-    """Compact JSON, as the real server sends it."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact JSON, as the real server sends it (orjson: every response and watch line is encoded here; the
+    standard library takes what orjson refuses, non-string keys or integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def loads(raw: bytes | str) -> Any:
+    """Parsed JSON (orjson; the standard library for what orjson refuses, such as NaN, and for the error)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
 
 
 class Event:
