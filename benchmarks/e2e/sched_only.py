@@ -1,6 +1,6 @@
 """grove-scheduler alone against grove-sim: pods bound per second with the operator taken out of the loop.
 
-`python -m benchmarks.e2e.sched_only [--nodes 1000] [--gangs 250] [--runs 3] [--profile]`
+`python -m benchmarks.e2e.sched_only [--nodes 1000] [--gangs 250] [--runs 3] [--profile] [--resident-pods N]`
 
 Why: in the full e2e run the operator creates the pods and lifts their gates, so its pace can hide the
 scheduler's. Here the benchmark itself creates every gang the way the operator leaves it (ungated pods for our
@@ -10,6 +10,10 @@ full queue once its informers sync, and the run measures from its `/readyz` to i
 every pod: pure scheduling + binding throughput. The scheduler's CPU seconds, its solve-time histogram (so the
 share of wall time spent outside the solver) and, with `--profile`, the cProfile of its event-loop thread (the
 solver runs in a worker thread, so the profile is exactly "everything but `place`") are reported too.
+
+`--resident-pods N` first creates N small CPU pods already bound (`spec.nodeName` set, spread over the nodes, in
+namespace `resident`), so the scheduler starts on a full cluster: its resident memory once its caches are synced
+and at the end is reported (#17's 50,000 nodes / 500,000 pods goal: at most 2 GB).
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from benchmarks.e2e.runner import PODGANGS, _install
 from benchmarks.e2e.scenarios import SCENARIOS
 from benchmarks.sim_throughput_proc import SimProcess, profile_hotspots
 from grove_runtime.client import KubeClient
-from grove_runtime.resources import PODS
+from grove_runtime.resources import NAMESPACES, PODS
 
 __all__ = ["gang_bodies", "main", "run_once"]
 
 NAMESPACE = "bench"
+RESIDENT_NAMESPACE = "resident"
 SCHEDULER_NAME = "grove-scheduler"
 RACK = "topology.kubernetes.io/rack"
 CONCURRENCY = 32
@@ -104,6 +109,31 @@ async def _create_gangs(client: KubeClient, gangs: int, pods_per_gang: int, gpus
     await asyncio.gather(*(one(index) for index in range(gangs)))
 
 
+async def _create_resident(client: KubeClient, count: int, nodes: int) -> None:
+    """`count` bound 0.1-core pods, round robin over the nodes, as a busy cluster's services would be."""
+    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": RESIDENT_NAMESPACE}})
+    sem = asyncio.Semaphore(CONCURRENCY * 2)
+    width = len(str(nodes - 1))  # grove-sim's node names: node-<index zero-padded to the largest index>
+
+    async def one(index: int) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"svc-{index:06d}", "labels": {"app": f"svc-{index % 97}"}},
+            "spec": {
+                "nodeName": f"node-{index % nodes:0{width}d}",
+                "containers": [
+                    {"name": "s", "image": "registry.example.com/svc:1", "resources": {"requests": {"cpu": "100m"}}}
+                ],
+            },
+        }
+        async with sem:
+            await client.create(PODS, body, RESIDENT_NAMESPACE)
+
+    for start in range(0, count, 10_000):
+        await asyncio.gather(*(one(index) for index in range(start, min(count, start + 10_000))))
+
+
 def _wait_bound(scheduler: procs.Child, expected: int, timeout: float) -> tuple[float, dict[str, float]]:
     """Poll the scheduler's metrics until `expected` pods are bound; returns (moment, last scrape)."""
     deadline = time.monotonic() + timeout
@@ -125,15 +155,19 @@ async def _measure(sim: SimProcess, args: argparse.Namespace, logdir: Path) -> d
     expected = args.gangs * args.pods_per_gang
     try:
         await _install(client, SCENARIOS["tas-quick"].with_overrides(topology=args.topology))
+        if args.resident_pods:
+            await _create_resident(client, args.resident_pods, args.nodes)
         created = time.monotonic()
         await _create_gangs(client, args.gangs, args.pods_per_gang, args.gpus_per_pod)
         create_s = time.monotonic() - created
         scheduler.start()
         await asyncio.to_thread(scheduler.wait_ready)
         ready = time.monotonic()
+        rss_synced = scheduler.memory()[0]
         cpu_before = procs.cpu_seconds(scheduler.pid)
         done, metrics = await asyncio.to_thread(_wait_bound, scheduler, expected, args.timeout)
         cpu = procs.cpu_seconds(scheduler.pid) - cpu_before
+        rss_end, rss_peak = scheduler.memory()
         pods = (await client.list(PODS, NAMESPACE))["items"]
     finally:
         scheduler.stop()
@@ -147,6 +181,8 @@ async def _measure(sim: SimProcess, args: argparse.Namespace, logdir: Path) -> d
         "gangs": args.gangs,
         "pods": expected,
         "pods_bound_in_api": bound,
+        "resident_pods": args.resident_pods,
+        "scheduler_rss_mib": {"synced": round(rss_synced, 1), "end": round(rss_end, 1), "peak": round(rss_peak, 1)},
         "create_s": round(create_s, 2),
         "wall_s": round(wall, 3),
         "pods_per_s": round(expected / wall, 1),
@@ -185,6 +221,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpus-per-pod", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for every bind")
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--resident-pods", type=int, default=0, help="bound CPU pods created before the gangs")
     parser.add_argument("--profile", action="store_true", help="run the scheduler under cProfile (event-loop thread)")
     parser.add_argument("--json", type=Path, help="write the command and every run's numbers to this file")
     return parser
@@ -201,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"run {run + 1}/{args.runs}: {args.nodes} nodes, {result['pods']} pods ({result['pods_bound_in_api']} "
             f"bound in the API) in {result['wall_s']} s = {result['pods_per_s']} pods/s; scheduler CPU "
             f"{result['scheduler_cpu_s']} s; {result['solves']} solves, mean {result['solve_mean_ms']} ms, "
-            f"share {result['solve_share']}; bind mean {result['bind_mean_ms']} ms; {result['attempts']}",
+            f"share {result['solve_share']}; bind mean {result['bind_mean_ms']} ms; {result['attempts']}; "
+            f"scheduler RSS MiB {result['scheduler_rss_mib']} with {result['resident_pods']} resident pods",
             file=sys.stderr,
         )
         for row in result.get("profile", [])[:25]:
