@@ -15,21 +15,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import sys
 from collections.abc import Coroutine
 from typing import Any
+
+import uvloop
 
 from grove_runtime.health import Address, ListenError, parse_bind_address
 from grove_runtime.kubeconfig import KubeconfigError, own_namespace
 from grove_runtime.leaderelection import LeaseSettings
 
 __all__ = [
+    "EVENT_LOOP_ENV",
     "EXIT_SETUP",
     "LOOPBACK",
     "add_kubeconfig_flag",
     "add_leader_election_flags",
     "add_listener_flags",
     "lease_settings",
+    "run_event_loop",
     "run_program",
 ]
 
@@ -133,6 +138,19 @@ def add_listener_flags(
     )
 
 
+EVENT_LOOP_ENV = "GROVE_EVENT_LOOP"
+"""`asyncio` runs a program on the standard library's event loop instead of uvloop (for debugging tools that need
+it, or to compare)."""
+
+
+def run_event_loop(main: Coroutine[Any, Any, Any]) -> Any:
+    """Run `main` on uvloop (sockets, timers and callbacks in C: the programs are mostly HTTP and watch traffic),
+    or on asyncio's own loop when `$GROVE_EVENT_LOOP` is `asyncio`."""
+    if os.environ.get(EVENT_LOOP_ENV, "").strip().lower() == "asyncio":
+        return asyncio.run(main)
+    return uvloop.run(main)
+
+
 def run_program(prog: str, main: Coroutine[Any, Any, int]) -> int:
     """Run a program's main coroutine; a setup error becomes one line on stderr and :data:`EXIT_SETUP`.
 
@@ -141,7 +159,7 @@ def run_program(prog: str, main: Coroutine[Any, Any, int]) -> int:
     milliseconds. Freezing the heap skips them; exit handlers (log flushing, a profiler's dump) still run.
     """
     try:
-        return asyncio.run(main)
+        return int(run_event_loop(main))
     except (KubeconfigError, ListenError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_SETUP

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import uvloop
+
 from grove_sim.auth.authorizer import MODES
 from grove_sim.cluster import ClusterShapeError, nodes_from_file, nodes_from_flags
 from grove_sim.controllers.eventttl import DEFAULT_EVENT_TTL
@@ -206,7 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ClusterShapeError, OSError) as exc:
         print(f"grove-sim: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(_serve(args, sim_options))
+    if os.environ.get("GROVE_EVENT_LOOP", "").strip().lower() == "asyncio":
+        asyncio.run(_serve(args, sim_options))
+    else:
+        uvloop.run(_serve(args, sim_options))  # sockets, timers and callbacks in C: the server is all HTTP
     return 0
 
 
