@@ -5,6 +5,7 @@ Kept apart so the client module reads as the list of verbs; everything here is p
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,14 +30,19 @@ class RetryPolicy:
     max_retry_after: float = 60.0
 
 
-def _wait(policy: RetryPolicy) -> tenacity.wait.wait_base:
-    backoff = tenacity.wait_exponential_jitter(multiplier=policy.initial, max=policy.maximum, jitter=policy.initial)
+def retry_delay(policy: RetryPolicy, failed: int, exc: BaseException | None) -> float:
+    """Seconds to wait after `failed` failed attempts, the last failing with `exc`: its Retry-After (capped), else
+    exponential backoff with jitter (tenacity's `wait_exponential_jitter`)."""
+    if isinstance(exc, errors.ApiError) and exc.retry_after is not None:
+        return min(exc.retry_after, policy.max_retry_after)
+    exponent = min(failed - 1, 62)
+    return min(policy.initial * 2.0**exponent + random.uniform(0.0, policy.initial), policy.maximum)
 
+
+def _wait(policy: RetryPolicy, failed_before: int) -> tenacity.wait.wait_base:
     def wait(state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(exc, errors.ApiError) and exc.retry_after is not None:
-            return min(exc.retry_after, policy.max_retry_after)
-        return float(backoff(state))
+        return retry_delay(policy, state.attempt_number + failed_before, exc)
 
     return _FuncWait(wait)
 
@@ -49,12 +55,13 @@ class _FuncWait(tenacity.wait.wait_base):
         return float(self._fn(retry_state))
 
 
-def retrying(policy: RetryPolicy, clock: Clock) -> tenacity.AsyncRetrying:
-    """Retry 429 (honouring Retry-After), 5xx and lost connections with exponential jitter, sleeping on ``clock``."""
+def retrying(policy: RetryPolicy, clock: Clock, *, failed_before: int = 0) -> tenacity.AsyncRetrying:
+    """Retry 429 (honouring Retry-After), 5xx and lost connections with exponential jitter, sleeping on ``clock``;
+    `failed_before` attempts already failed outside it (they count against the policy's attempts and backoff)."""
     return tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception(errors.is_retryable),
-        stop=tenacity.stop_after_attempt(policy.attempts),
-        wait=_wait(policy),
+        stop=tenacity.stop_after_attempt(max(policy.attempts - failed_before, 1)),
+        wait=_wait(policy, failed_before),
         sleep=clock.sleep,
         reraise=True,
     )

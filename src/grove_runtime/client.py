@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import enum
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import structlog
 
 from grove_runtime import errors
 from grove_runtime._transport import LightTransport, Transport
-from grove_runtime._wire import RetryPolicy, read_json, retrying, watch_events
+from grove_runtime._wire import RetryPolicy, read_json, retry_delay, retrying, watch_events
+from grove_runtime.client_api import Client, PatchType
 from grove_runtime.clock import Clock, LoopClock
 from grove_runtime.kubeconfig import load_configuration, load_connection
 from grove_runtime.resources import PODS, ResourceType
@@ -38,91 +39,6 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 
 log = structlog.get_logger("grove_runtime.client")
-
-
-class PatchType(enum.StrEnum):
-    """Patch content types; MERGE works for every kind, STRATEGIC only for built-ins."""
-
-    MERGE = "application/merge-patch+json"
-    STRATEGIC = "application/strategic-merge-patch+json"
-    JSON = "application/json-patch+json"
-    APPLY = "application/apply-patch+yaml"
-
-
-class Client(Protocol):
-    """Reader + writer + status writer for any :class:`ResourceType`; objects are plain dicts."""
-
-    async def get(self, rt: ResourceType, name: str, namespace: str = "") -> Obj:
-        """GET one object (raises ``NotFound``)."""
-        ...
-
-    async def list(
-        self,
-        rt: ResourceType,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-    ) -> Obj:
-        """LIST every page; returns ``{"items": [...], "metadata": {"resourceVersion": ...}}``."""
-        ...
-
-    async def create(self, rt: ResourceType, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:
-        """POST a new object (raises ``AlreadyExists``)."""
-        ...
-
-    async def update(self, rt: ResourceType, obj: Mapping[str, Any], *, subresource: str | None = None) -> Obj:
-        """PUT the object (optimistic concurrency on ``metadata.resourceVersion``; raises ``Conflict``)."""
-        ...
-
-    async def patch(
-        self,
-        rt: ResourceType,
-        name: str,
-        body: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        namespace: str = "",
-        *,
-        patch_type: PatchType = PatchType.MERGE,
-        subresource: str | None = None,
-        field_manager: str | None = None,
-        force: bool | None = None,
-    ) -> Obj:
-        """PATCH the object or a subresource with the given content type."""
-        ...
-
-    async def delete(
-        self,
-        rt: ResourceType,
-        name: str,
-        namespace: str = "",
-        *,
-        propagation_policy: str | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
-    ) -> Obj:
-        """DELETE the object (raises ``NotFound``)."""
-        ...
-
-    async def bind(
-        self, namespace: str, pod: str, node: str, *, uid: str | None = None, fence: Callable[[], bool] | None = None
-    ) -> None:
-        """Bind a pod to a node through ``pods/{name}/binding``; with ``fence``, every attempt (retries included)
-        is sent only while it returns True, else :class:`~grove_runtime.errors.Fenced`."""
-        ...
-
-    def watch(
-        self,
-        rt: ResourceType,
-        namespace: str | None = None,
-        *,
-        resource_version: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        timeout_seconds: int = 300,
-    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Obj]]:
-        """Open a watch; iterate raw ``{"type", "object"}`` events (``ERROR`` events raise)."""
-        ...
 
 
 class KubeClient:
@@ -226,18 +142,39 @@ class KubeClient:
         its lease: checking once before the first attempt would let a deposed leader's retry through)."""
         if fence is None and method != "GET":
             fence = self._write_fence
-        async for attempt in retrying(self._retry, self._clock):
+        attempt_once = partial(self._attempt, method, path, query, body, content_type, fence)
+        # The first attempt runs bare: nearly every call succeeds at once, and setting up tenacity's retry state cost
+        # about a tenth of the scheduler's CPU per call. Only a retryable failure starts the retry loop.
+        try:
+            return await attempt_once()
+        except Exception as exc:
+            if self._retry.attempts <= 1 or not errors.is_retryable(exc):
+                raise
+            await self._clock.sleep(retry_delay(self._retry, 1, exc))
+        async for attempt in retrying(self._retry, self._clock, failed_before=1):
             with attempt:
-                if fence is not None and not fence():
-                    raise errors.Fenced(f"{method} {path}: not sent, this process no longer leads")
-                resp = await self._request_once(method, path, query=query, body=body, content_type=content_type)
-                try:
-                    return await read_json(resp)
-                except aiohttp.ClientPayloadError as exc:
-                    raise errors.ConnectionLost(f"{method} {path}: {exc!r}") from exc
-                finally:
-                    resp.release()
+                return await attempt_once()
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+
+    async def _attempt(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, Any]],
+        body: Any,
+        content_type: str,
+        fence: Callable[[], bool] | None,
+    ) -> Obj:
+        """One attempt of `request`: checked against the fence, sent, read and released."""
+        if fence is not None and not fence():
+            raise errors.Fenced(f"{method} {path}: not sent, this process no longer leads")
+        resp = await self._request_once(method, path, query=query, body=body, content_type=content_type)
+        try:
+            return await read_json(resp)
+        except aiohttp.ClientPayloadError as exc:
+            raise errors.ConnectionLost(f"{method} {path}: {exc!r}") from exc
+        finally:
+            resp.release()
 
     async def get(self, rt: ResourceType, name: str, namespace: str = "", *, subresource: str | None = None) -> Obj:
         """GET one object or subresource."""
