@@ -219,3 +219,51 @@ def test_environment_proxy_honours_no_proxy(monkeypatch: pytest.MonkeyPatch) -> 
     assert environment_proxy("https://10.0.0.1:443") == "http://proxy:3128"
     monkeypatch.setenv("NO_PROXY", "10.0.0.1,localhost")
     assert environment_proxy("https://10.0.0.1:443") is None
+
+
+def test_backoff_doubles_per_failed_attempt_within_its_jitter_and_cap() -> None:
+    """After n failed attempts the wait is initial * 2^(n-1) plus up to `initial` of jitter, never above `maximum`;
+    a Retry-After is taken as given, up to `max_retry_after`."""
+    from grove_runtime._wire import RetryPolicy, retry_delay
+
+    policy = RetryPolicy(initial=0.2, maximum=10.0, max_retry_after=60.0)
+    for failed, base in ((1, 0.2), (2, 0.4), (3, 0.8), (4, 1.6)):
+        for _ in range(50):
+            assert base <= retry_delay(policy, failed, None) <= base + 0.2
+    assert retry_delay(policy, 500, None) == 10.0
+    assert retry_delay(policy, 1, errors.TooManyRequests("busy", retry_after=7.0)) == 7.0
+    assert retry_delay(policy, 1, errors.TooManyRequests("busy", retry_after=600.0)) == 60.0
+
+
+async def test_later_retries_keep_backing_off_after_the_bare_first_attempt(mini_api: MiniApi) -> None:
+    """Two 503s: the first attempt (run outside the retry loop) and the first retry fail; the waits before the
+    second and third attempts are the first and second steps of the backoff, then the third attempt succeeds."""
+    from grove_runtime._wire import RetryPolicy
+    from grove_runtime.clock import FakeClock
+
+    from .conftest import kube_client_for
+    from .helpers import eventually
+
+    assert mini_api.server is not None
+    clock = FakeClock()
+    retry = RetryPolicy(attempts=4, initial=1.0, maximum=100.0)
+    client = kube_client_for(str(mini_api.server.make_url("")).rstrip("/"), clock=clock, retry=retry)
+    try:
+        mini_api.put("api/v1/pods", pod("a"))
+        mini_api.faults.append(Fault(503, "GET", times=2))
+        task = asyncio.ensure_future(client.get(PODS, "a", "default"))
+        try:
+            waits = []
+            for _ in range(2):
+                await eventually(lambda: clock.sleepers == 1)
+                (wait,) = clock.pending_delays()
+                waits.append(wait)
+                clock.advance(wait)
+            assert 1.0 <= waits[0] <= 2.0
+            assert 2.0 <= waits[1] <= 3.0
+            assert (await task)["metadata"]["name"] == "a"
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    finally:
+        await client.close()
