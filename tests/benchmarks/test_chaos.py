@@ -11,12 +11,6 @@ FAULT_KINDS = {"error_500", "error_503", "error_429", "error_409", "latency", "w
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (#22): about 1 run in 40 (seeds 112 and 131 of 2026-11-28's) ends with a scaling-group "
-    "PodCliqueSet whose scaled gangs stay gated: a base PodClique's status keeps counting its pod as gated after "
-    "the pod was bound and Ready; cause not found yet",
-)
 def test_short_seeded_chaos_run_keeps_every_invariant() -> None:
     """300 gangs on 60 nodes, two replicas of each program, every fault kind and disruption at least once, rolling
     updates driven (the fault-free comparison then includes each pod's template hash)."""
