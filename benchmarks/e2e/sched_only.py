@@ -160,8 +160,9 @@ async def _measure(sim: SimProcess, args: argparse.Namespace, logdir: Path) -> d
         created = time.monotonic()
         await _create_gangs(client, args.gangs, args.pods_per_gang, args.gpus_per_pod)
         create_s = time.monotonic() - created
+        started = time.monotonic()
         scheduler.start()
-        await asyncio.to_thread(scheduler.wait_ready)
+        await asyncio.to_thread(scheduler.wait_ready, args.timeout)  # a full cluster takes a while to list
         ready = time.monotonic()
         rss_synced = scheduler.memory()[0]
         cpu_before = procs.cpu_seconds(scheduler.pid)
@@ -184,6 +185,7 @@ async def _measure(sim: SimProcess, args: argparse.Namespace, logdir: Path) -> d
         "resident_pods": args.resident_pods,
         "scheduler_rss_mib": {"synced": round(rss_synced, 1), "end": round(rss_end, 1), "peak": round(rss_peak, 1)},
         "create_s": round(create_s, 2),
+        "ready_s": round(ready - started, 1),
         "wall_s": round(wall, 3),
         "pods_per_s": round(expected / wall, 1),
         "scheduler_cpu_s": round(cpu, 2),

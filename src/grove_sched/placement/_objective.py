@@ -199,6 +199,10 @@ def _bound_rows(problem: Problem, domains: CodeArray, required_level: int | None
     return rows
 
 
+_DENSE_PAIRS = 1 << 20
+"""Largest (confining domain x domain) table `_violation_floors` fills densely; above it, it sorts the pairs."""
+
+
 def _violation_floors(
     problem: Problem,
     groups: tuple[int, ...],
@@ -216,12 +220,19 @@ def _violation_floors(
     slots = problem.maxpods[list(groups)].sum(axis=0)
     usable = (slots > 0) & (domains >= 0)
     count = rows.shape[0]
+    confining = domains[usable].astype(np.int64)
+    weights = slots[usable]
     for level, dom in zip(chain_levels, chain, strict=True):
-        pair = domains[usable].astype(np.int64) * (int(dom.max(initial=0)) + 1) + dom[usable]
-        keys, inverse = np.unique(pair, return_inverse=True)
-        per_pair = np.bincount(inverse.reshape(-1), weights=slots[usable]).astype(np.int64)
-        best = np.zeros(count, dtype=np.int64)
-        np.maximum.at(best, keys // (int(dom.max(initial=0)) + 1), per_pair)
+        width = int(dom.max(initial=0)) + 1
+        pair = confining * width + dom[usable]
+        if count * width <= _DENSE_PAIRS:  # a dense (confining domain x domain) table: no sort
+            per_pair = np.bincount(pair, weights=weights, minlength=count * width).reshape(count, width)
+            best = per_pair.max(axis=1).astype(np.int64)
+        else:
+            keys, inverse = np.unique(pair, return_inverse=True)
+            sums = np.bincount(inverse.reshape(-1), weights=weights).astype(np.int64)
+            best = np.zeros(count, dtype=np.int64)
+            np.maximum.at(best, keys // width, sums)
         rows[:, lay.start("violations") + level] += (best < need).astype(np.int64)
 
 

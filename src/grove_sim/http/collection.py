@@ -8,7 +8,9 @@ pages over a snapshot) and render as a ``meta.k8s.io`` Table when kubectl asks f
 from __future__ import annotations
 
 import base64
+import itertools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from aiohttp import web
@@ -82,23 +84,25 @@ async def list_objects(ctx: ApiContext, request: web.Request, target: Target) ->
     labels, fields = _selectors(request, info)
     store = ctx.core.store
     name = fields.required_value("metadata.name") if fields is not None else None
+    token = request.query.get("continue")
+    start = _decode_continue(token) if token else None
+    candidates: Iterator[dict[str, Any]]
     if name is not None and (target.namespace is not None or not info.namespaced):
         single = store.get(info.key, target.ns, name)
-        candidates = [single] if single is not None else []
+        found = [single] if single is not None and (start is None or (target.ns, name) > start) else []
+        candidates, count = iter(found), len(found)
     else:
-        candidates = ctx.core.list_objects(info, _list_namespace(target))
-    items = [o for o in candidates if _selected(o, labels, fields)]
-    token = request.query.get("continue")
-    if token:
-        start = _decode_continue(token)
-        items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > start]
+        candidates, count = ctx.core.objects_after(info, _list_namespace(target), start)
+    selected = (o for o in candidates if _selected(o, labels, fields))
     limit = parse_int(request, "limit") or 0
     meta: dict[str, Any] = {"resourceVersion": str(store.rv)}
+    items = list(itertools.islice(selected, limit + 1)) if limit > 0 else list(selected)
     if 0 < limit < len(items):
-        last = items[limit - 1]["metadata"]
-        meta["continue"] = _encode_continue(store.rv, last.get("namespace", ""), last["name"])
-        meta["remainingItemCount"] = len(items) - limit
         items = items[:limit]
+        last = items[-1]["metadata"]
+        meta["continue"] = _encode_continue(store.rv, last.get("namespace", ""), last["name"])
+        if labels is None and fields is None:  # kube-apiserver leaves the count unset when a selector filters
+            meta["remainingItemCount"] = count - limit
     if wants_table(request):
         rendered = table(info, request, items)
         rendered["metadata"] = meta

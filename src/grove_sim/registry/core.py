@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import string
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
 from grove_sim.machinery import errors
@@ -99,6 +99,17 @@ class Core:
         """The objects of a collection (``namespace=None``: all), stored or computed, by (namespace, name)."""
         source = self.computed.get(info.key)
         return source(namespace) if source is not None else self.store.list(info.key, namespace)
+
+    def objects_after(
+        self, info: ResourceInfo, namespace: str | None, start: tuple[str, str] | None
+    ) -> tuple[Iterator[dict[str, Any]], int]:
+        """`list_objects` from just after `start` (a continue token's last key), lazily, and how many: a page of a
+        stored collection costs its own objects, not the collection's."""
+        source = self.computed.get(info.key)
+        if source is None:
+            return self.store.after(info.key, namespace, start)
+        rest = [o for o in source(namespace) if start is None or _key_of(o) > start]
+        return iter(rest), len(rest)
 
     def check_namespace(self, info: ResourceInfo, namespace: str, name: str) -> None:
         """404 when the namespace is missing, 403 when it is terminating (for creates)."""
@@ -474,3 +485,8 @@ class Core:
         if not new["metadata"]["finalizers"]:
             del new["metadata"]["finalizers"]
         return self.replace(info, obj, new)
+
+
+def _key_of(obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))

@@ -39,6 +39,34 @@ async def test_list_pagination(api_client: client.ApiClient, namespace: str) -> 
     assert names == [f"cm-{i}" for i in range(5)]
 
 
+async def test_pagination_with_a_selector_and_writes_between_pages(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    """A selector filters across pages and leaves remainingItemCount unset (kube-apiserver cannot count what a
+    selector will keep); an object created between pages after the last key is listed, one before it is not, and a
+    deleted one is gone."""
+    core = client.CoreV1Api(api_client)
+    for i in range(10):
+        labels = {"keep": "yes"} if i % 2 == 0 else {}
+        await core.create_namespaced_config_map(namespace, {"metadata": {"name": f"cm-{i:02d}", "labels": labels}})
+    first = await core.list_namespaced_config_map(namespace, limit=2, label_selector="keep=yes")
+    assert [c.metadata.name for c in first.items] == ["cm-00", "cm-02"]
+    assert first.metadata.remaining_item_count is None
+    assert first.metadata._continue
+    await core.create_namespaced_config_map(namespace, {"metadata": {"name": "cm-01a", "labels": {"keep": "yes"}}})
+    await core.create_namespaced_config_map(namespace, {"metadata": {"name": "cm-05a", "labels": {"keep": "yes"}}})
+    await core.delete_namespaced_config_map("cm-04", namespace)
+    names = [c.metadata.name for c in first.items]
+    token = first.metadata._continue
+    while token:
+        page = await core.list_namespaced_config_map(namespace, limit=2, label_selector="keep=yes", _continue=token)
+        names += [c.metadata.name for c in page.items]
+        token = page.metadata._continue
+    assert names == ["cm-00", "cm-02", "cm-05a", "cm-06", "cm-08"]
+    unfiltered = await core.list_namespaced_config_map(namespace, limit=3)
+    assert unfiltered.metadata.remaining_item_count == 11 - 3  # 10 + 2 created, 1 deleted; 3 on this page
+
+
 async def test_watch_resumes_from_list_resource_version(api_client: client.ApiClient, namespace: str) -> None:
     """A watch from a list's resourceVersion sees exactly the later changes, in order."""
     core = client.CoreV1Api(api_client)
