@@ -31,6 +31,7 @@ from grove_sched.gangs import GangKey
 from grove_sched.handlers import NodeEvents, PodEvents, PodGangEvents, PriorityClassEvents, TopologyEvents
 from grove_sched.metrics import SchedulerMetrics
 from grove_sched.pod_status import PodStatusWriter
+from grove_sched.podcache import slim_pod
 from grove_sched.podgang_status import PODGANGS, PodGangStatusReconciler, StatusBook
 from grove_sched.postfilter import NoPostFilter, PostFilter
 from grove_sched.preemption import (
@@ -94,7 +95,7 @@ def build(
     clock = clock or LoopClock()
     registry = CollectorRegistry()
     informers = Cache(client, clock=clock)
-    pods = informers.informer(PODS)
+    pods = informers.informer(PODS, transform=slim_pod)
     nodes = informers.informer(NODES)
     podgangs = informers.informer(PODGANGS)
     priorityclasses = informers.informer(PRIORITYCLASSES)
