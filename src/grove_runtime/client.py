@@ -212,8 +212,11 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int | None = 500,
+        transform: Callable[[Obj], Obj | None] | None = None,
     ) -> Obj:
-        """LIST every page, following ``continue``; the result's resourceVersion is the first page's."""
+        """LIST every page, following ``continue``; the result's resourceVersion is the first page's. With
+        ``transform``, each item is replaced by its result (None drops it) as its page arrives, so a large list is
+        never held whole in its full form."""
         items: list[Obj] = []
         token: str | None = None
         first_rv: str | None = None
@@ -225,7 +228,12 @@ class KubeClient:
             meta = page.get("metadata") or {}
             if first_rv is None:
                 first_rv = str(meta.get("resourceVersion") or "")
-            items.extend(i for i in page.get("items") or () if isinstance(i, dict))
+            found = (i for i in page.get("items") or () if isinstance(i, dict))
+            if transform is None:
+                items.extend(found)
+            else:
+                items.extend(kept for i in found if (kept := transform(i)) is not None)
+            del page, found
             token = meta.get("continue") or None
             if not token:
                 return {"items": items, "metadata": {"resourceVersion": first_rv}}

@@ -42,8 +42,10 @@ class Client(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int | None = None,
+        transform: Callable[[Obj], Obj | None] | None = None,
     ) -> Obj:
-        """LIST every page; returns ``{"items": [...], "metadata": {"resourceVersion": ...}}``."""
+        """LIST every page; returns ``{"items": [...], "metadata": {"resourceVersion": ...}}`` (each item through
+        ``transform`` as its page arrives, None dropping it)."""
         ...
 
     async def create(self, rt: ResourceType, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:

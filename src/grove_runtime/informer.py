@@ -179,16 +179,22 @@ class Informer:
         return failures
 
     async def _list(self) -> None:
+        transform = self.transform
+
+        def admit(obj: Obj) -> Obj | None:  # page by page: a full cluster's pods are never all held unslimmed
+            if not _valid(obj):
+                return None
+            return transform(obj) if transform is not None else obj
+
         result = await self.client.list(
             self.resource,
             self.namespace,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
+            transform=admit,
         )
         self.lists += 1
-        items = [o for o in result.get("items") or () if _valid(o)]
-        if self.transform is not None:
-            items = [self.transform(o) for o in items]
+        items = list(result.get("items") or ())
         previous = self.store.snapshot()
         gone = self.store.replace(items)
         self.resource_version = _rv(result)
