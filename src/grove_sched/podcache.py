@@ -3,16 +3,35 @@
 
 Why: the scheduler caches every pod of the cluster, and on a full one the pods are most of its memory (500,000
 resident pods took 4.9 GB before this). Most of a running pod is never read here: its status beyond the phase
-(the kubelet's conditions, container statuses, IPs) and, of each container, everything but its name, resources and
-ports (environment, command, probes, mounts). Dropped when a pod enters the cache. Whoever needs another field adds
-it here; metadata and the rest of the spec are kept whole.
+(the kubelet's conditions, container statuses, IPs), the spec beyond placement (volumes, DNS, service account),
+of each container everything but its name, resources and ports (environment, command, probes, mounts), and
+kubectl's last-applied copy of the whole object. Dropped when a pod enters the cache (page by page while listing).
+Whoever needs another field adds it here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CONTAINER_FIELDS", "STATUS_CONDITIONS", "slim_pod"]
+__all__ = ["CONTAINER_FIELDS", "SPEC_FIELDS", "STATUS_CONDITIONS", "slim_pod"]
+
+SPEC_FIELDS = (
+    "nodeName",
+    "schedulerName",
+    "schedulingGates",
+    "priority",
+    "priorityClassName",
+    "preemptionPolicy",
+    "affinity",
+    "tolerations",
+    "nodeSelector",
+    "overhead",
+    "containers",
+    "initContainers",
+)
+"""What placement, queueing and preemption read of a pod's spec."""
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 CONTAINER_FIELDS = ("name", "resources", "ports", "restartPolicy")
 """Per container: what requests are computed from (a restartable init container is a sidecar) and host ports."""
@@ -26,8 +45,12 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     meta = pod.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED, None)
     spec = pod.get("spec")
     if isinstance(spec, dict):
+        spec = pod["spec"] = {k: spec[k] for k in SPEC_FIELDS if k in spec}
         for field in ("containers", "initContainers"):
             containers = spec.get(field)
             if isinstance(containers, list):

@@ -30,7 +30,7 @@ def _running_pod() -> dict[str, Any]:
             "namespace": "ns",
             "uid": "u-1",
             "labels": {"grove.io/podgang": "g"},
-            "annotations": {"kai.scheduler/queue": "team-a"},
+            "annotations": {"kai.scheduler/queue": "team-a", "kubectl.kubernetes.io/last-applied-configuration": "{}"},
             "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}],
         },
         "spec": {
@@ -42,6 +42,9 @@ def _running_pod() -> dict[str, Any]:
             "affinity": {"nodeAffinity": {}},
             "nodeSelector": {"pool": "a"},
             "overhead": {"cpu": "100m"},
+            "volumes": [{"name": "v", "emptyDir": {}}],
+            "serviceAccountName": "default",
+            "dnsPolicy": "ClusterFirst",
             "containers": [container],
             "initContainers": [sidecar],
         },
@@ -65,10 +68,15 @@ def test_slimmed_pod_keeps_what_the_scheduler_reads() -> None:
     assert pod_demand(slim) == pod_demand(full)
     assert bound_demand(slim) == bound_demand(full)
     assert bound_pod(slim) == bound_pod(full)
-    assert slim["metadata"] == {k: v for k, v in full["metadata"].items() if k != "managedFields"}
-    assert {k: v for k, v in slim["spec"].items() if k not in ("containers", "initContainers")} == {
-        k: v for k, v in full["spec"].items() if k not in ("containers", "initContainers")
+    assert slim["metadata"]["annotations"] == {"kai.scheduler/queue": "team-a"}
+    assert "managedFields" not in slim["metadata"]
+    assert slim["metadata"]["labels"] == full["metadata"]["labels"]
+    assert slim["metadata"]["uid"] == full["metadata"]["uid"]
+    dropped = {"volumes", "serviceAccountName", "dnsPolicy", "containers", "initContainers"}
+    assert {k: v for k, v in slim["spec"].items() if k not in dropped} == {
+        k: v for k, v in full["spec"].items() if k not in dropped
     }
+    assert not dropped - {"containers", "initContainers"} & set(slim["spec"])
     assert slim["spec"]["containers"][0]["ports"] == [{"containerPort": 80, "hostPort": 8080}]
     assert slim["spec"]["initContainers"][0]["restartPolicy"] == "Always"
     assert slim["status"] == {
