@@ -105,6 +105,23 @@ def _str_map(raw: Mapping[str, Any] | None) -> Mapping[str, str]:
     return MappingProxyType({str(k): str(v) for k, v in (raw or {}).items()})
 
 
+_SHARED_MAPS: dict[tuple[tuple[str, Any], ...], Mapping[str, Any]] = {}
+SHARED_MAPS_MAX = 4096
+"""Distinct read-only maps `_shared_map` keeps: bound pods repeat a few label sets and request vectors, and
+500,000 of them each holding its own copies cost about 250 MB."""
+
+
+def _shared_map(items: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A read-only map equal to `items`, the same object for equal contents while the memo has room."""
+    key = tuple(items.items())
+    found = _SHARED_MAPS.get(key)
+    if found is None:
+        if len(_SHARED_MAPS) >= SHARED_MAPS_MAX:
+            _SHARED_MAPS.clear()
+        found = _SHARED_MAPS[key] = MappingProxyType(dict(items))
+    return found
+
+
 def pod_terms(pod: Obj) -> PodTerms:
     """Constraint terms of a pod (labels, selectors, tolerations, affinity)."""
     spec = pod.get("spec") or {}
@@ -146,8 +163,8 @@ def bound_pod(pod: Obj, node: str | None = None) -> BoundPod:
         name=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
         node=str(node or spec.get("nodeName") or ""),
-        labels=_str_map(meta.get("labels")),
-        requests=MappingProxyType(bound_demand(pod)),
+        labels=_shared_map({str(k): str(v) for k, v in (meta.get("labels") or {}).items()}),
+        requests=_shared_map(bound_demand(pod)),
         anti_affinity=_bound_anti_affinity(anti),
     )
 
