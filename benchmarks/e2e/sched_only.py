@@ -140,7 +140,10 @@ def _wait_bound(scheduler: procs.Child, expected: int, timeout: float) -> tuple[
     while True:
         if not scheduler.alive():
             raise RuntimeError(f"grove-scheduler died; log: {scheduler.log}")
-        metrics = scheduler.metrics()
+        try:
+            metrics = scheduler.metrics()
+        except OSError:  # a scrape that times out while the scheduler is busy (TimeoutError, URLError): ask again
+            metrics = {}
         if metrics.get(BOUND, 0.0) >= expected:
             return time.monotonic(), metrics
         if time.monotonic() > deadline:
