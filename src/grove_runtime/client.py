@@ -233,7 +233,6 @@ class KubeClient:
                 items.extend(found)
             else:
                 items.extend(kept for i in found if (kept := transform(i)) is not None)
-            del page, found
             token = meta.get("continue") or None
             if not token:
                 return {"items": items, "metadata": {"resourceVersion": first_rv}}

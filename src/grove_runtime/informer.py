@@ -194,7 +194,7 @@ class Informer:
             transform=admit,
         )
         self.lists += 1
-        items = list(result.get("items") or ())
+        items: list[Obj] = result.get("items") or []
         previous = self.store.snapshot()
         gone = self.store.replace(items)
         self.resource_version = _rv(result)

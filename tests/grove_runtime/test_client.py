@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from grove_runtime import errors
 from grove_runtime.client import KubeClient, PatchType
+from grove_runtime.clock import FakeClock
 from grove_runtime.resources import PODS, ResourceType
 
 from .conftest import Fault, MiniApi
@@ -148,23 +151,32 @@ async def test_scale_apply_json_patch_and_delete_options(mini_client: KubeClient
 
 async def test_retry_after_header_sets_the_wait(mini_api: MiniApi) -> None:
     """A 429 with Retry-After: 7 makes the client sleep exactly 7 s (on its injected clock) before retrying."""
-    from grove_runtime.clock import FakeClock
-
-    from .conftest import kube_client_for
     from .helpers import eventually
+
+    async with _get_on_fake_clock(mini_api, [Fault(429, "GET", {"Retry-After": "7"})]) as (clock, task):
+        await eventually(lambda: clock.sleepers == 1)
+        assert clock.pending_delays() == [7.0]
+        clock.advance(7)
+        assert (await task)["metadata"]["name"] == "a"
+
+
+@contextlib.asynccontextmanager
+async def _get_on_fake_clock(
+    mini_api: MiniApi, faults: list[Fault], **client_kwargs: Any
+) -> AsyncIterator[tuple[FakeClock, asyncio.Future[Any]]]:
+    """A client on a fake clock GETting pod `a` in the background after `faults` are armed; the GET is cancelled
+    and the client closed on the way out."""
+    from .conftest import kube_client_for
 
     assert mini_api.server is not None
     clock = FakeClock()
-    client = kube_client_for(str(mini_api.server.make_url("")).rstrip("/"), clock=clock)
+    client = kube_client_for(str(mini_api.server.make_url("")).rstrip("/"), clock=clock, **client_kwargs)
     try:
         mini_api.put("api/v1/pods", pod("a"))
-        mini_api.faults.append(Fault(429, "GET", {"Retry-After": "7"}))
+        mini_api.faults.extend(faults)
         task = asyncio.ensure_future(client.get(PODS, "a", "default"))
         try:
-            await eventually(lambda: clock.sleepers == 1)
-            assert clock.pending_delays() == [7.0]
-            clock.advance(7)
-            assert (await task)["metadata"]["name"] == "a"
+            yield clock, task
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -239,31 +251,17 @@ async def test_later_retries_keep_backing_off_after_the_bare_first_attempt(mini_
     """Two 503s: the first attempt (run outside the retry loop) and the first retry fail; the waits before the
     second and third attempts are the first and second steps of the backoff, then the third attempt succeeds."""
     from grove_runtime._wire import RetryPolicy
-    from grove_runtime.clock import FakeClock
 
-    from .conftest import kube_client_for
     from .helpers import eventually
 
-    assert mini_api.server is not None
-    clock = FakeClock()
     retry = RetryPolicy(attempts=4, initial=1.0, maximum=100.0)
-    client = kube_client_for(str(mini_api.server.make_url("")).rstrip("/"), clock=clock, retry=retry)
-    try:
-        mini_api.put("api/v1/pods", pod("a"))
-        mini_api.faults.append(Fault(503, "GET", times=2))
-        task = asyncio.ensure_future(client.get(PODS, "a", "default"))
-        try:
-            waits = []
-            for _ in range(2):
-                await eventually(lambda: clock.sleepers == 1)
-                (wait,) = clock.pending_delays()
-                waits.append(wait)
-                clock.advance(wait)
-            assert 1.0 <= waits[0] <= 2.0
-            assert 2.0 <= waits[1] <= 3.0
-            assert (await task)["metadata"]["name"] == "a"
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-    finally:
-        await client.close()
+    async with _get_on_fake_clock(mini_api, [Fault(503, "GET", times=2)], retry=retry) as (clock, task):
+        waits = []
+        for _ in range(2):
+            await eventually(lambda: clock.sleepers == 1)
+            (wait,) = clock.pending_delays()
+            waits.append(wait)
+            clock.advance(wait)
+        assert 1.0 <= waits[0] <= 2.0
+        assert 2.0 <= waits[1] <= 3.0
+        assert (await task)["metadata"]["name"] == "a"
