@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import sys
 from collections.abc import Sequence
 
@@ -28,6 +27,7 @@ from grove_runtime import cmdline, errors
 from grove_runtime import logging as glog
 from grove_runtime.client import KubeClient
 from grove_runtime.health import Address
+from grove_runtime.heap import GC_THRESHOLDS, tune_gc
 from grove_runtime.kubeconfig import own_namespace
 from grove_runtime.leaderelection import LeadershipLost
 
@@ -39,22 +39,6 @@ log = structlog.get_logger("grove_operator.cli")
 HEALTH_PORT = 2751
 METRICS_PORT = 2752
 WEBHOOK_PORT = 9443
-
-GC_THRESHOLDS = (20_000, 10, 10)
-"""Collector thresholds for a process whose heap is mostly its informer cache (see `tune_gc`)."""
-
-
-def tune_gc() -> None:
-    """Collect young objects less often than CPython's default (a pass per 700 net allocations).
-
-    Why: the cache holds every managed pod as nested dicts, tens of thousands of long-lived containers that hold
-    no cycles, and each reconcile allocates thousands of short-lived ones. With the default thresholds the
-    collector ran about 1,500 times per 500-replica scale-up and its full passes over the cache were a fifth of
-    the operator's CPU; with these, young passes are rare and full passes (still bounded by CPython's rule of
-    collecting only when a quarter of the heap is new) almost never happen during a rollout.
-    """
-    gc.set_threshold(*GC_THRESHOLDS)
-
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line of grove-operator."""
@@ -204,6 +188,7 @@ async def run(args: argparse.Namespace) -> int:
         if args.first_api == "auto":
             config = dataclasses.replace(config, first_api=await first_api_served(client))
         app = build(config, client, health_port=args.health.port if args.health is not None else None)
+        app.manager.freeze_heap_when_synced = True
         await app.manager.run()
     except LeadershipLost as exc:
         log.error("leadership lost, exiting", error=str(exc))

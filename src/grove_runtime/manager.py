@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 from grove_runtime.cache import Cache
 from grove_runtime.client import Client
 from grove_runtime.health import Address, HealthServer, plan_listeners
+from grove_runtime.heap import freeze_heap
 from grove_runtime.leaderelection import LeaderElector, LeadershipLost
 
 log = structlog.get_logger("grove_runtime.manager")
@@ -86,6 +87,9 @@ class Manager:
         self.health = next((server for server in self.listeners if server.probes), None)
         self._runnables: list[tuple[Runnable, bool]] = []
         self._stop = asyncio.Event()
+        self.freeze_heap_when_synced = False
+        """A program sets this: once the caches have synced, their objects leave the collector's passes
+        (`grove_runtime.heap`); a test process, which runs many managers, leaves its heap alone."""
         self.started = asyncio.Event()
         self.leading = False
         if self.health is not None:
@@ -161,6 +165,8 @@ class Manager:
             if not await self._until_stopped(self.cache.wait_synced()):
                 return
             log.info("caches synced", informers=len(self.cache.informers()))
+            if self.freeze_heap_when_synced:
+                freeze_heap()
             others = [self._spawn(r) for r, leader_only in self._runnables if not leader_only]
             if self.elector is not None:
                 if not await self._until_stopped(self.elector.acquire()):

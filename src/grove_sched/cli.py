@@ -19,6 +19,7 @@ from grove_runtime import cmdline
 from grove_runtime import logging as grove_logging
 from grove_runtime.client import KubeClient
 from grove_runtime.health import Address
+from grove_runtime.heap import tune_gc
 from grove_runtime.leaderelection import LeadershipLost
 from grove_sched.app import build
 from grove_sched.config import SchedulerConfig
@@ -148,6 +149,7 @@ async def run(config: SchedulerConfig) -> int:
     client = await KubeClient.from_kubeconfig(config.kubeconfig)
     try:
         app = build(config, client)
+        app.manager.freeze_heap_when_synced = True
         await app.manager.run()
         return 0
     except LeadershipLost as exc:
@@ -161,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point `grove-scheduler`."""
     config = parse_args(argv)
     grove_logging.configure(config.log_level)
+    tune_gc()
     sys.exit(cmdline.run_program("grove-scheduler", run(config)))
 
 

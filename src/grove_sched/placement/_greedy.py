@@ -181,6 +181,8 @@ def _best_nodes(problem: Problem, loc: _Local, g: int, want: int, batch: bool) -
     chosen: list[tuple[int, int]] = []
     left = want
     for i in order:
+        if chosen and int(fit[i]) > left:
+            break  # this node would be left part-filled: rank again for what is left, which may fill another exactly
         chosen.append((int(idx[i]), int(fit[i])))
         left -= int(fit[i])
         if left <= 0 or opens[i]:
