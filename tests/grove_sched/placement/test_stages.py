@@ -82,6 +82,18 @@ def test_greedy_fills_the_tightest_node_first() -> None:
     assert list(counts[0]) == [0, 1, 0]
 
 
+def test_greedy_fills_nodes_exactly_before_leaving_one_part_filled() -> None:
+    """Five 1-GPU pods on nodes with 3, 5 and 2 free GPUs: after filling the first node, the 5-GPU node would be
+    left with 3 GPUs stranded; the 2-GPU node takes the rest exactly (before, greedy took nodes in order)."""
+    nodes = [node("a"), node("b"), node("c")]
+    p = _problem(
+        nodes, [bound("x", "a", gpu=5), bound("y", "b", gpu=3), bound("z", "c", gpu=6)], gang(group("w", 5, gpu=1))
+    )
+    counts = greedy(p, np.arange(3))
+    assert counts is not None
+    assert list(counts[0]) == [3, 0, 2]
+
+
 def test_greedy_reports_failure_when_a_minimum_cannot_fit() -> None:
     """Greedy returns None instead of a partial gang."""
     p = _problem([node("a")], [], gang(group("w", 2, gpu=8)))
