@@ -40,6 +40,7 @@ HEALTH_PORT = 2751
 METRICS_PORT = 2752
 WEBHOOK_PORT = 9443
 
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line of grove-operator."""
     parser = argparse.ArgumentParser(prog="grove-operator", description=__doc__.splitlines()[0] if __doc__ else None)

@@ -265,10 +265,10 @@ def test_pruned_greedy_ranking_keeps_the_top_k_plans(
     cands = candidates(problem, level)
     bounds = prune_bounds(problem, cands)
     everywhere = greedy_plans(problem, cands, k, options.max_greedy_domains, np.full_like(bounds, -1))
-    for cost, d, _ in everywhere:
-        assert all(int(b) <= c for b, c in zip(bounds[d], cost, strict=True))
+    for plan in everywhere:
+        assert all(int(b) <= c for b, c in zip(bounds[plan.domain], plan.cost, strict=True))
     pruned = greedy_plans(problem, cands, k, options.max_greedy_domains, bounds)
-    assert [(c, d) for c, d, _ in pruned[:k]] == [(c, d) for c, d, _ in everywhere[:k]]
+    assert [(p.cost, p.domain) for p in pruned[:k]] == [(p.cost, p.domain) for p in everywhere[:k]]
     exact = place(snap, g, EXACT)
     if level.hard and cands.ids and isinstance(exact, Placement):
         assert min(tuple(int(x) for x in bounds[d]) for d in cands.ids) <= exact.objective.key
