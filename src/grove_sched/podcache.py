@@ -6,8 +6,11 @@ resident pods took 4.9 GB before this). Most of a running pod is never read here
 (the kubelet's conditions, container statuses, IPs), the spec beyond placement (volumes, DNS, service account),
 of each container everything but its name, resources and ports (environment, command, probes, mounts), and
 kubectl's last-applied copy of the whole object. Dropped when a pod enters the cache (page by page while listing).
-The strings many pods repeat (namespace, node and scheduler names, quantities, label values, phase) are interned, so
-500,000 pods share them instead of each holding its own copies. Whoever needs another field adds it here.
+The strings many pods repeat (namespace, node and scheduler names, quantities, label values, phase) are interned, and
+the parts that replicas of one workload have in common (containers, labels, owner references, tolerations,
+affinity, a status that is just a phase) are one shared object per distinct value, so 500,000 pods share them
+instead of each holding its own copies. Like every informer object (client-go's rule), a cached pod is read-only:
+code that changes one copies it first. Whoever needs another field adds it here.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["CONTAINER_FIELDS", "SPEC_FIELDS", "STATUS_CONDITIONS", "slim_pod"]
+import orjson
+
+__all__ = ["CANONICAL_MAX", "CONTAINER_FIELDS", "SPEC_FIELDS", "STATUS_CONDITIONS", "slim_pod"]
 
 SPEC_FIELDS = (
     "nodeName",
@@ -41,6 +46,14 @@ CONTAINER_FIELDS = ("name", "resources", "ports", "restartPolicy")
 STATUS_CONDITIONS = ("PodScheduled", "DisruptionTarget")
 """The pod conditions the scheduler writes; the kubelet's are dropped."""
 
+SHARED_SPEC_FIELDS = ("containers", "initContainers", "tolerations", "affinity", "nodeSelector", "overhead")
+"""Spec fields whose values replicas of one workload have in common (shared, see `_canonical`)."""
+
+CANONICAL_MAX = 65_536
+"""Distinct shared values remembered; when full the memo starts again (sharing is an economy, never a need)."""
+
+_CANONICAL: dict[bytes, Any] = {}
+
 
 def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     """`pod` without what the scheduler never reads, its repeated strings shared; modifies and returns it."""
@@ -56,8 +69,9 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
         for field in ("namespace", "creationTimestamp"):
             if isinstance(meta.get(field), str):
                 meta[field] = sys.intern(meta[field])
-        if isinstance(meta.get("labels"), dict):
-            meta["labels"] = _shared(meta["labels"])
+        for field in ("labels", "ownerReferences"):
+            if isinstance(meta.get(field), (dict, list)):
+                meta[field] = _canonical(meta[field])
     spec = pod.get("spec")
     if isinstance(spec, dict):
         spec = {k: spec[k] for k in SPEC_FIELDS if k in spec}
@@ -65,7 +79,10 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
             containers = spec.get(field)
             if isinstance(containers, list):
                 spec[field] = [_slim_container(c) for c in containers]
-        pod["spec"] = _shared(spec)
+        spec = _shared({k: v for k, v in spec.items() if k not in SHARED_SPEC_FIELDS}) | {
+            k: _canonical(spec[k]) for k in SHARED_SPEC_FIELDS if k in spec
+        }
+        pod["spec"] = spec
     status = pod.get("status")
     if isinstance(status, dict):
         slim: dict[str, Any] = {k: status[k] for k in ("phase", "nominatedNodeName") if k in status}
@@ -74,8 +91,22 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
             kept = [c for c in conditions if isinstance(c, dict) and c.get("type") in STATUS_CONDITIONS]
             if kept:
                 slim["conditions"] = kept
-        pod["status"] = _shared(slim)
+        pod["status"] = _shared(slim) if "conditions" in slim else _canonical(slim)
     return pod
+
+
+def _canonical(value: Any) -> Any:
+    """One shared instance per distinct JSON value (strings interned) while the memo has room."""
+    try:
+        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not plain JSON: keep it unshared
+        return _shared(value)
+    found = _CANONICAL.get(key)
+    if found is None:
+        if len(_CANONICAL) >= CANONICAL_MAX:
+            _CANONICAL.clear()
+        found = _CANONICAL[key] = _shared(value)
+    return found
 
 
 def _shared(value: Any) -> Any:

@@ -93,3 +93,23 @@ def test_odd_pods_pass_through_without_an_error() -> None:
         assert isinstance(slim_pod(copy.deepcopy(odd)), dict)
     kept = slim_pod({"spec": {"containers": ["not-a-mapping"]}})
     assert kept["spec"]["containers"] == ["not-a-mapping"]
+
+
+def test_replicas_share_what_they_have_in_common() -> None:
+    """Two replicas of one workload on different nodes hold one copy of their containers, labels, tolerations and
+    plain status; what differs (name, node, conditions) stays their own, and equal values stay equal."""
+    first, second = _running_pod(), _running_pod()
+    second["metadata"]["name"] = "p-2"
+    second["spec"]["nodeName"] = "node-7"
+    a, b = slim_pod(copy.deepcopy(first)), slim_pod(copy.deepcopy(second))
+    for path in (("spec", "containers"), ("spec", "tolerations"), ("spec", "affinity"), ("metadata", "labels")):
+        assert a[path[0]][path[1]] is b[path[0]][path[1]]
+    assert a["spec"] is not b["spec"]
+    assert (a["spec"]["nodeName"], b["spec"]["nodeName"]) == ("node-1", "node-7")
+    assert bound_pod(b) == bound_pod(slim_pod(copy.deepcopy(second)))
+    plain = [slim_pod({"status": {"phase": "Running", "podIP": ip}}) for ip in ("10.0.0.1", "10.0.0.2")]
+    assert plain[0]["status"] is plain[1]["status"]
+    assert plain[0]["status"] == {"phase": "Running"}
+    different = _running_pod()
+    different["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
+    assert slim_pod(different)["spec"]["containers"] != a["spec"]["containers"]
