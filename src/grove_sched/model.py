@@ -201,7 +201,8 @@ class PlacementOptions:
         (`GangRequest.topology_levels` empty); see `DEFAULT_LEVELS`.
     hostname_key: anti-affinity on this key is enforced per node.
     refine: how far CP-SAT may overrule greedy's best-fit plan. "structure": only when greedy found none or
-        CP-SAT's plan touches fewer extra preferred domains or empty racks. "all": whenever CP-SAT's plan is cheaper
+        CP-SAT's plan touches fewer extra preferred domains or empty racks without choosing required domains with
+        more room (rack-level best fit). "all": whenever CP-SAT's plan is cheaper
         under the whole objective (exact per gang). "auto" (default): for a gang that is one domain at the
         deciding level with no required sub-scope and no preferred scope (one rack, or no topology), greedy's
         best-fit picks the domain and CP-SAT packs it exactly ("all" over that one domain); "structure" for every

@@ -3,14 +3,14 @@
 Stage 1 filters nodes per group, stage 2 enumerates candidate domains at the deciding level, stage 3 runs
 greedy in each to rank them (skipping domains whose lower bound already ranks them behind the K best plans),
 stage 4 solves CP-SAT over the best K (hinted with greedy), unless greedy's plan meets a lower bound valid for
-every placement. How far CP-SAT may overrule greedy is `PlacementOptions.refine`: "structure" only on preferred
-violations / empty racks (greedy found none, or CP-SAT's plan has fewer; skipped when greedy sits on those
-floors); "all" whenever CP-SAT's plan is cheaper (exact per gang); "auto" (default) is exact inside greedy's
-best domain for gangs that are one domain with nothing inside to arrange, and structural for gangs with
-sub-scopes or preferences. Measured on
-arriving gang sequences (docs/placement-score.md), exactness lost GPUs on the disaggregated gangs (per-role racks)
-and gained them on the openb trace gangs (one rack or one pod). No I/O, no clock, no globals: equal inputs give
-equal outputs."""
+every placement. How far CP-SAT may overrule greedy is `PlacementOptions.refine`: "structure" only on
+preferred violations / empty racks (greedy found none, or CP-SAT's plan has fewer and chooses required domains
+with no more room: a structural gain bought with emptier racks placed fewer GPUs on arriving sequences; skipped
+when greedy sits on those floors); "all" whenever CP-SAT's plan is cheaper (exact per gang); "auto" (default) is
+exact inside greedy's best domain for gangs that are one domain with nothing inside to arrange, and structural
+for gangs with sub-scopes or preferences. Measured on arriving gang sequences (docs/placement-score.md),
+exactness lost GPUs on the disaggregated gangs (per-role racks) and gained them on the openb trace gangs (one
+rack or one pod). No I/O, no clock, no globals: equal inputs give equal outputs."""
 
 from __future__ import annotations
 
@@ -149,7 +149,8 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
         cp = evaluate(problem, result.counts).key
         better = greedy_cost is None or cp < greedy_cost
         if better and structural and greedy_cost is not None:
-            better = _structure(cp, lay) < _structure(greedy_cost, lay)
+            room = lay.start("room")  # a structural gain may not cost rack-level best fit (module docstring)
+            better = _structure(cp, lay) < _structure(greedy_cost, lay) and cp[room] <= greedy_cost[room]
         if better:
             proven = solved and (complete or rest >= cp)
             return _placement(problem, result.counts, stats("cpsat"), proven, floors_)

@@ -115,3 +115,24 @@ def test_default_mode_uses_cpsat_when_greedy_finds_nothing() -> None:
     assert result.stats.path == "cpsat"
     assert result.objective.stranded_gpus == 0
     assert result.score == 1.0
+
+
+def test_structure_mode_takes_no_structural_gain_that_costs_rack_level_best_fit() -> None:
+    """A role that needs its own rack inside the gang's block: greedy takes the fullest rack that fits (r1, empty,
+    16 free GPUs), CP-SAT finds a plan opening no empty rack in r2 (20 free). The exact mode takes CP-SAT's plan;
+    "structure" keeps greedy's, because on arriving gang sequences such overrules used up the room later roles
+    needed (fewer GPUs placed on held-out seeds, docs/placement-score.md)."""
+    nodes = [node(f"n1{i}", "r1", 8, block="b0") for i in range(2)] + [
+        node(f"n2{i}", "r2", 8, block="b0") for i in range(3)
+    ]
+    snap = Snapshot.build(nodes, [bound("busy", "n21", gpu=4)])
+    role = group("d", 1, gpu=8, topology=TopologyConstraint(required_key=RACK_KEY))
+    g = gang(role, required=BLOCK_KEY)
+    exact = _placed(place(snap, g, PlacementOptions(refine="all")))
+    assert exact.stats.path == "cpsat"
+    assert set(exact.assignments.values()) <= {"n20", "n22"}
+    assert exact.objective.empty_domains_opened == (0,)
+    structure = _placed(place(snap, g, PlacementOptions(refine="structure")))
+    assert structure.stats.path == "greedy"
+    assert set(structure.assignments.values()) <= {"n10", "n11"}
+    assert structure.objective.required_domain_free_gpus < exact.objective.required_domain_free_gpus
