@@ -288,13 +288,17 @@ def _timeline(pods: Mapping[str, Any], created: Mapping[str, float], start: floa
 def run_scenario(scenario: Scenario, *, progress: bool = True, profile: bool = False) -> dict[str, Any]:
     """Run one scenario end to end with fresh processes; the result dict the report writes (see `report`).
 
-    `profile` runs operator and scheduler under cProfile (slower) and adds their heaviest functions.
+    `profile` runs operator and scheduler under cProfile (slower) and adds their heaviest functions; grove-sim
+    runs under it too, and its raw profile (set-up included) is kept with theirs in `$GROVE_E2E_PROFILE_DIR`.
     """
     logdir = Path(tempfile.mkdtemp(prefix=f"grove-e2e-{scenario.name}-"))
     began = time.monotonic()
     ok = False
     try:
-        with SimProcess(scenario.nodes, gpus_per_node=scenario.gpus_per_node, topology=scenario.topology) as sim:
+        sim_profile = logdir / "sim.prof" if profile else None  # written when grove-sim exits
+        with SimProcess(
+            scenario.nodes, gpus_per_node=scenario.gpus_per_node, topology=scenario.topology, profile_out=sim_profile
+        ) as sim:
             sim_ready = time.monotonic() - began
             result = asyncio.run(_measure(scenario, sim, logdir, progress, profile))
         ok = bool(result["verify"]["ok"])
