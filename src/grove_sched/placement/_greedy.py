@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grove_sched.placement._objective import evaluate
 from grove_sched.placement._problem import Problem
 from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray
 
@@ -83,7 +84,69 @@ def greedy(problem: Problem, nodes: IntArray, tries: int = 1) -> IntArray | None
             return None
     for g in order:
         step.place(g, int(problem.replicas[g]))
-    return counts
+    return _fill_opened_node(problem, nodes, counts)
+
+
+MAX_TAIL_PODS = 64
+"""Largest number of pods `_fill_opened_node` tries to move onto a part-filled node (its search is a small
+subset-sum over pod counts)."""
+
+
+def _fill_opened_node(problem: Problem, nodes: IntArray, counts: IntArray) -> IntArray:
+    """Greedy opens empty nodes last, so when a group spills onto them the last one is often left part-filled
+    (64 one-GPU pods: the busy nodes' free GPUs, then 8 per empty node, 1-7 GPUs stranded on the last). Moving the
+    group's pods off busy nodes it fills completely, pod counts summing to what the opened node still takes, fills
+    that node instead and leaves those busy nodes as they were: fewer stranded GPUs, the same nodes opened (CP-SAT
+    found this in 40-90 ms; here it is a subset sum). Only for a group alone on the nodes concerned, with no
+    anti-affinity or preferred scope, and kept only when the whole cost key improves."""
+    gpu = problem.gpu
+    if gpu is None or not counts.any():
+        return counts
+    snap = problem.snapshot
+    free_after = snap.free[nodes, gpu] - problem.req[:, gpu] @ counts
+    touched = counts.sum(axis=0) > 0
+    empty = snap.empty[nodes]
+    best, best_key = counts, None
+    for g in range(problem.num_groups):
+        per_pod = int(problem.req[g, gpu])
+        if per_pod <= 0 or any(g in (rule.group, *rule.members) for rule in problem.anti):
+            continue
+        if any(g in scope.groups for scope in problem.preferred):
+            continue
+        alone = touched & (counts.sum(axis=0) == counts[g])
+        tails = np.flatnonzero(alone & empty & (free_after > 0))
+        if tails.size != 1:
+            continue
+        tail = int(tails[0])
+        room = min(int(free_after[tail]) // per_pod, int(problem.maxpods[g, nodes[tail]] - counts[g, tail]))
+        donors = np.flatnonzero(alone & ~empty & (free_after == 0) & (counts[g] <= room))
+        if room <= 0 or room > MAX_TAIL_PODS or not donors.size:
+            continue
+        moved = _most_up_to(counts[g, donors], room)
+        if not moved:
+            continue
+        trial = counts.copy()
+        trial[g, donors[moved]] = 0
+        trial[g, tail] += int(counts[g, donors[moved]].sum())
+        if best_key is None:
+            best_key = evaluate(problem, counts, nodes).key
+        key = evaluate(problem, trial, nodes).key
+        if key < best_key:
+            best, best_key = trial, key
+    return best
+
+
+def _most_up_to(sizes: IntArray, limit: int) -> list[int]:
+    """Indices of a subset of `sizes` with the largest sum not above `limit` (dynamic programming over sums)."""
+    reach: dict[int, list[int]] = {0: []}
+    for i, size in enumerate(int(x) for x in sizes):
+        for total, members in list(reach.items()):
+            after = total + size
+            if after <= limit and after not in reach:
+                reach[after] = [*members, i]
+        if limit in reach:
+            break
+    return reach[max(reach)]
 
 
 class _Step:

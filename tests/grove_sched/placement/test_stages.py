@@ -94,6 +94,17 @@ def test_greedy_fills_nodes_exactly_before_leaving_one_part_filled() -> None:
     assert list(counts[0]) == [3, 0, 2]
 
 
+def test_greedy_fills_the_empty_node_it_opens_rather_than_a_busy_one() -> None:
+    """Ten 1-GPU pods, busy nodes with 3 and 2 free GPUs, two empty nodes: filling the busy nodes first leaves 5
+    pods for an empty node and 3 of its GPUs stranded; moving the 3 pods of the first busy node there fills it
+    (one empty node opened either way, nothing stranded)."""
+    nodes = [node("a"), node("b"), node("c"), node("d")]
+    p = _problem(nodes, [bound("x", "a", gpu=5), bound("y", "b", gpu=6)], gang(group("w", 10, gpu=1)))
+    counts = greedy(p, np.arange(4))
+    assert counts is not None
+    assert list(counts[0]) == [0, 2, 8, 0]
+
+
 def test_greedy_reports_failure_when_a_minimum_cannot_fit() -> None:
     """Greedy returns None instead of a partial gang."""
     p = _problem([node("a")], [], gang(group("w", 2, gpu=8)))
