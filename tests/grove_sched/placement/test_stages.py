@@ -9,6 +9,7 @@ import pytest
 from placement_kit import bound, gang, group, node
 
 from grove_sched.model import (
+    BLOCK_KEY,
     CPU,
     GPU,
     HOSTNAME_KEY,
@@ -35,8 +36,10 @@ from grove_sched.placement import (
     enumerate_patterns,
     evaluate,
     greedy,
+    layout,
     node_units,
     place,
+    prune_bounds,
     solve,
 )
 
@@ -103,6 +106,21 @@ def test_greedy_fills_the_empty_node_it_opens_rather_than_a_busy_one() -> None:
     counts = greedy(p, np.arange(4))
     assert counts is not None
     assert list(counts[0]) == [0, 2, 8, 0]
+
+
+def test_a_blocks_bound_charges_the_room_of_its_fullest_rack_that_fits_the_role() -> None:
+    """A role required in one rack, the gang preferring a block: any plan in block b0 pays at least the room of
+    the fullest b0 rack that can hold the role (r1, 8 free GPUs: r0 has 4, too few for two 4-GPU pods), so greedy
+    can skip blocks whose racks are all emptier than the plans it has."""
+    nodes = [node("a", "r0", block="b0"), node("b", "r1", block="b0"), node("c", "r2", block="b1")]
+    nodes += [node("d", "r2", block="b1")]
+    g = gang(group("role", 2, gpu=4, topology=TopologyConstraint(required_key=RACK_KEY)), preferred=BLOCK_KEY)
+    p = _problem(nodes, [bound("x", "a", gpu=4)], g)
+    level = deciding_level(p)
+    cands = candidates(p, level)
+    rows = prune_bounds(p, cands)
+    room = {level.names[d]: int(rows[d][layout(p).start("room")]) for d in cands.ids}
+    assert room == {"b0": 8, "b1": 16}
 
 
 def test_greedy_reports_failure_when_a_minimum_cannot_fit() -> None:
