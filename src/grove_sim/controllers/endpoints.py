@@ -10,7 +10,9 @@ user writes. As in kube-controller-manager, Endpoints hold at most 1,000 address
 
 Work is keyed by Service. Each Service's selected pods are indexed as pod events arrive (a pod event touches only the
 Services of its namespace whose selector matches the pod before or after the change), so a sync costs the
-Service's own pods, never a scan of the namespace.
+Service's own pods, never a scan of the namespace. Services are found by one label pair of their selector, so a pod
+event costs the Services sharing a label with the pod, not every Service of the namespace (750 Services in one
+namespace made this the largest part of grove-sim's CPU per pod write).
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ class EndpointsController:
         self._selectors: dict[ServiceKey, LabelSelector] = {}
         self._members: dict[ServiceKey, dict[str, dict[str, Any]]] = {}
         """Each selector Service's pods by name (the index a sync reads)."""
+        self._by_pair: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
+        """Per namespace, selector Services by one (key, value) pair of their selector: a pod can match only the
+        Services filed under one of its own labels."""
         self.queue: WorkQueue[ServiceKey] = WorkQueue("endpoints", self._sync)
         core.store.add_listener(self._on_event)
 
@@ -73,10 +78,11 @@ class EndpointsController:
         namespace = str(meta.get("namespace", ""))
         if event.key == _SERVICES:
             self._on_service(event, namespace, str(meta["name"]))
-        elif event.key == _PODS and namespace in self._services:
+        elif event.key == _PODS and namespace in self._by_pair:
             name = str(meta["name"])
             labels = meta.get("labels") or {}
-            for service in self._services[namespace]:
+            old_labels = ((event.old or {}).get("metadata") or {}).get("labels") or {}
+            for service in self._candidates(namespace, labels, old_labels):
                 key = (namespace, service)
                 selector = self._selectors.get(key)
                 if selector is None:
@@ -88,11 +94,42 @@ class EndpointsController:
                     continue
                 self.queue.add(key)
 
+    def _candidates(self, namespace: str, *label_sets: dict[str, Any]) -> set[str]:
+        """Selector Services of `namespace` filed under a label pair of any of `label_sets` (sorted: stable order)."""
+        index = self._by_pair[namespace]
+        found: set[str] = set()
+        for labels in label_sets:
+            for pair in labels.items():
+                if isinstance(pair[1], str):
+                    found |= index.get(pair, set())
+        return found
+
+    def _file(self, namespace: str, name: str, old: Any, new: Any) -> None:
+        """Move a Service in the pair index from its old selector's pair to its new one's."""
+        for selector, add in ((old, False), (new, True)):
+            pairs = (
+                sorted((k, v) for k, v in selector.items() if isinstance(v, str)) if isinstance(selector, dict) else []
+            )
+            if not pairs:
+                continue
+            services = self._by_pair[namespace][pairs[0]]
+            if add:
+                services.add(name)
+            else:
+                services.discard(name)
+                if not services:
+                    del self._by_pair[namespace][pairs[0]]
+        if not self._by_pair[namespace]:
+            del self._by_pair[namespace]
+
     def _on_service(self, event: Event, namespace: str, name: str) -> None:
         key = (namespace, name)
         names = self._services[namespace]
         selector = (event.obj.get("spec") or {}).get("selector") if event.type != "DELETED" else None
         old = ((event.old or {}).get("spec") or {}).get("selector")
+        if event.type == "DELETED":
+            old = (event.obj.get("spec") or {}).get("selector")
+        self._file(namespace, name, old if key in self._selectors else None, selector)
         if event.type == "DELETED":
             names.discard(name)
             if not names:

@@ -93,3 +93,54 @@ async def test_endpoints_hold_at_most_a_thousand_addresses() -> None:
     assert endpoints["metadata"]["annotations"] == {"endpoints.kubernetes.io/over-capacity": "truncated"}
     slices = core.store.list(("discovery.k8s.io", "endpointslices"), "ns")
     assert len(slices[0]["endpoints"]) == MAX_ENDPOINTS + 5
+
+
+async def test_a_selector_of_several_labels_and_services_coming_and_going() -> None:
+    """Services are found by one label pair of their selector; the pod must still match all of it, and a Service
+    deleted and created again with another selector is followed."""
+    core, controller = make()
+    create(core, "services", {"metadata": {"name": "svc"}, "spec": {"selector": {"app": "a", "role": "w"},
+           "ports": [{"port": 80}]}})  # fmt: skip
+    create(core, "pods", running("p1", "127.3.0.1", {"app": "a", "role": "w"}))
+    create(core, "pods", running("p2", "127.3.0.2", {"app": "a", "role": "x"}))
+    await settle(controller)
+    assert ips(core) == ["127.3.0.1"]
+    update(core, "pods", "p1", lambda p: {**p, "metadata": {**p["metadata"], "labels": {"role": "w"}}})
+    await settle(controller)
+    assert ips(core) == []
+    info = core.registry.get("", "v1", "services")
+    assert info is not None
+    core.delete(info, "ns", "svc", {})
+    create(core, "services", {"metadata": {"name": "svc"}, "spec": {"selector": {"role": "w"},
+           "ports": [{"port": 80}]}})  # fmt: skip
+    await settle(controller)
+    assert ips(core) == ["127.3.0.1"]
+    update(core, "pods", "p2", lambda p: {**p, "metadata": {**p["metadata"], "labels": {"role": "w"}}})
+    await settle(controller)
+    assert ips(core) == ["127.3.0.1", "127.3.0.2"]
+
+
+async def test_a_pod_event_looks_only_at_services_sharing_a_label_with_it(monkeypatch: Any) -> None:
+    """With 300 Services in the namespace, each selecting its own pods, a pod event matches the pod against the one
+    Service filed under its label, not all 300 (the cost of every pod write in grove-sim)."""
+    from grove_sim.machinery import label_selectors
+
+    core, controller = make()
+    for i in range(300):
+        create(core, "services", {"metadata": {"name": f"svc-{i}"}, "spec": {"selector": {"app": f"a{i}"},
+               "ports": [{"port": 80}]}})  # fmt: skip
+    calls = 0
+    original = label_selectors.LabelSelector.matches
+
+    def counting(self: Any, labels: Any) -> bool:
+        nonlocal calls
+        calls += 1
+        return original(self, labels)
+
+    monkeypatch.setattr(label_selectors.LabelSelector, "matches", counting)
+    create(core, "pods", running("p", "127.4.0.1", {"app": "a7", "team": "t"}))
+    assert calls == 2  # two writes (the pod, then its status), one Service matched at each
+    await settle(controller)
+    endpoints = core.store.get(("", "endpoints"), "ns", "svc-7")
+    assert endpoints is not None
+    assert [a["ip"] for s in endpoints["subsets"] for a in s["addresses"]] == ["127.4.0.1"]
