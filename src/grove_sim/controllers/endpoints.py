@@ -70,6 +70,7 @@ class EndpointsController:
         self._by_pair: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
         """Per namespace, selector Services by one (key, value) pair of their selector: a pod can match only the
         Services filed under one of its own labels."""
+        self._filed: dict[ServiceKey, tuple[str, str]] = {}
         self.queue: WorkQueue[ServiceKey] = WorkQueue("endpoints", self._sync)
         core.store.add_listener(self._on_event)
 
@@ -104,22 +105,23 @@ class EndpointsController:
                     found |= index.get(pair, set())
         return found
 
-    def _file(self, namespace: str, name: str, old: Any, new: Any) -> None:
-        """Move a Service in the pair index from its old selector's pair to its new one's."""
-        for selector, add in ((old, False), (new, True)):
-            pairs = (
-                sorted((k, v) for k, v in selector.items() if isinstance(v, str)) if isinstance(selector, dict) else []
-            )
-            if not pairs:
-                continue
-            services = self._by_pair[namespace][pairs[0]]
-            if add:
-                services.add(name)
-            else:
-                services.discard(name)
-                if not services:
-                    del self._by_pair[namespace][pairs[0]]
-        if not self._by_pair[namespace]:
+    def _file(self, namespace: str, name: str, selector: Any) -> None:
+        """File a Service under the pair of its selector that the fewest Services share so far (every Grove
+        selector carries the same managed-by pair; the PodCliqueSet's own label tells them apart), out of where
+        it was filed before; a Service without a selector is filed nowhere."""
+        key = (namespace, name)
+        index = self._by_pair[namespace]
+        before = self._filed.pop(key, None)
+        if before is not None:
+            index[before].discard(name)
+            if not index[before]:
+                del index[before]
+        pairs = [(k, v) for k, v in selector.items() if isinstance(v, str)] if isinstance(selector, dict) else []
+        if pairs:
+            pair = min(pairs, key=lambda p: (len(index.get(p, ())), p))
+            index[pair].add(name)
+            self._filed[key] = pair
+        if not index:
             del self._by_pair[namespace]
 
     def _on_service(self, event: Event, namespace: str, name: str) -> None:
@@ -127,9 +129,7 @@ class EndpointsController:
         names = self._services[namespace]
         selector = (event.obj.get("spec") or {}).get("selector") if event.type != "DELETED" else None
         old = ((event.old or {}).get("spec") or {}).get("selector")
-        if event.type == "DELETED":
-            old = (event.obj.get("spec") or {}).get("selector")
-        self._file(namespace, name, old if key in self._selectors else None, selector)
+        self._file(namespace, name, selector)
         if event.type == "DELETED":
             names.discard(name)
             if not names:
