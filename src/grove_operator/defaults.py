@@ -7,11 +7,11 @@ server would store, so both sets of defaults are pure functions over plain dicts
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from grove_api import DEFAULT_TERMINATION_DELAY
+from grove_runtime.jsoncopy import json_copy
 
 __all__ = [
     "DEFAULT_RESTART_POLICY",
@@ -27,7 +27,7 @@ DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 
 def apply_webhook_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of the PodCliqueSet with the defaulting webhook's rules applied."""
-    return _webhook_defaults(copy.deepcopy(dict(obj)))
+    return _webhook_defaults(json_copy(dict(obj)))
 
 
 def _webhook_defaults(pcs: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def _webhook_defaults(pcs: dict[str, Any]) -> dict[str, Any]:
 
 def apply_crd_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of the PodCliqueSet with the CRD schema defaults applied (what the API server adds on its own)."""
-    return _crd_defaults(copy.deepcopy(dict(obj)))
+    return _crd_defaults(json_copy(dict(obj)))
 
 
 def _crd_defaults(pcs: dict[str, Any]) -> dict[str, Any]:
@@ -83,4 +83,4 @@ def _crd_defaults(pcs: dict[str, Any]) -> dict[str, Any]:
 def default_podcliqueset(obj: Mapping[str, Any]) -> dict[str, Any]:
     """Schema defaults, then the webhook's: the object as the API server stores it (one copy: the operator
     defaults every PodCliqueSet it reads, so the second deep copy showed in its profile)."""
-    return _webhook_defaults(_crd_defaults(copy.deepcopy(dict(obj))))
+    return _webhook_defaults(_crd_defaults(json_copy(dict(obj))))

@@ -7,9 +7,10 @@ pods (the five common variables) both go through this one function, which is wha
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from grove_runtime.jsoncopy import json_copy
 
 __all__ = ["field_ref_env", "prepend_env", "value_env"]
 
@@ -26,7 +27,7 @@ def field_ref_env(name: str, field_path: str) -> dict[str, Any]:
 
 def prepend_env(pod_spec: Mapping[str, Any], env: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A copy of `pod_spec` whose containers and init containers start with `env` (same-named vars replaced)."""
-    result = copy.deepcopy(dict(pod_spec))
+    result = json_copy(dict(pod_spec))
     injected = [dict(e) for e in env]
     names = {e["name"] for e in injected}
     for key in ("initContainers", "containers"):
@@ -35,5 +36,5 @@ def prepend_env(pod_spec: Mapping[str, Any], env: Sequence[Mapping[str, Any]]) -
             continue
         for container in containers:
             user_env = [e for e in container.get("env") or () if e.get("name") not in names]
-            container["env"] = copy.deepcopy(injected) + user_env
+            container["env"] = json_copy(injected) + user_env
     return result

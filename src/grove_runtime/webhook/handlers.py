@@ -15,13 +15,13 @@ so a bug never takes the server down and ``failurePolicy`` decides what the API 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
+from grove_runtime.jsoncopy import json_copy
 from grove_runtime.webhook.jsonpatch import create_patch
 from grove_runtime.webhook.review import AdmissionRequest, AdmissionResponse, allowed, errored
 
@@ -97,7 +97,7 @@ class Codec(Generic[T]):
 
 def dict_codec() -> Codec[Obj]:
     """Work on (a private copy of) the raw JSON, for rules that must see objects a schema would not parse."""
-    return Codec(copy.deepcopy, lambda obj: obj)
+    return Codec(json_copy, lambda obj: obj)
 
 
 async def safe_handle(name: str, handler: Handler, request: AdmissionRequest) -> AdmissionResponse:
