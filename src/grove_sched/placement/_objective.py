@@ -285,11 +285,37 @@ def _stranded_floor(problem: Problem, idx: IntArray, dom: CodeArray, count: int,
     whole = [
         g for g in range(problem.num_groups) if len(problem.parent_of(problem.parent_names[problem.parent[g]])) == 1
     ]
+    free = problem.snapshot.free[:, problem.gpu].take(idx)
+    covered = np.zeros(count, dtype=np.int64)
     for g, per_node in zip(whole, most, strict=True):
         needed = np.maximum(needed, -(-int(problem.internal_min[g]) // np.maximum(per_node, 1)))
+        covered = np.maximum(
+            covered, _least_free_cover(problem.maxpods[g].take(idx), free, dom, count, problem.internal_min[g])
+        )
     used = int((problem.replicas * problem.req[:, problem.gpu]).sum())
     valid = (least >= 0) & (least < IMPOSSIBLE)
-    result[valid] = np.maximum(needed[valid] * least[valid] - used, 0)
+    result[valid] = np.maximum(np.maximum(needed[valid] * least[valid], covered[valid]) - used, 0)
+    return result
+
+
+def _least_free_cover(slots: IntArray, free: IntArray, dom: CodeArray, count: int, need: int) -> IntArray:
+    """Per domain, a lower bound on the free GPUs of any set of its nodes with slots for `need` pods: the
+    fractional cover taking nodes by fewest free GPUs per slot (a knapsack's LP relaxation), rounded up. Every
+    node a plan touches counts its free GPUs in the stranded tier, so the touched nodes hold at least this many;
+    with CPU-bound pods (two per node whatever its GPUs) it is what the count-times-least floor misses."""
+    result = np.zeros(count, dtype=np.int64)
+    usable = slots > 0
+    if need <= 0 or not usable.any():
+        return result
+    d, s, f = dom[usable], slots[usable], np.maximum(free[usable], 0)
+    order = np.lexsort((f / s, d))
+    d, s, f = d[order], s[order], f[order]
+    first = np.r_[True, d[1:] != d[:-1]]
+    cum = np.cumsum(s)
+    before = cum - s - (cum - s)[first][np.cumsum(first) - 1]  # slots of the domain's cheaper nodes
+    take = np.clip(need - before, 0, s)
+    cost = np.bincount(d, weights=f * take / s, minlength=count)
+    result[:] = np.ceil(cost - 1e-9).astype(np.int64)
     return result
 
 

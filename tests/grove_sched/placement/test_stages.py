@@ -123,6 +123,20 @@ def test_a_blocks_bound_charges_the_room_of_its_fullest_rack_that_fits_the_role(
     assert room == {"b0": 8, "b1": 16}
 
 
+def test_the_stranded_floor_covers_the_minimum_with_the_fewest_free_gpus_per_slot() -> None:
+    """Four CPU-bound pods (two fit a node by CPU): nodes with 1, 6 and 6 free GPUs. Any plan touches nodes holding
+    at least 1 + 6 + 3 (fractionally) free GPUs, so at least 10 - 4 = 6 are stranded (the best plan strands 8); the
+    old floor, two nodes times the least free GPUs less 4, was 0 and left CP-SAT to prove it."""
+    nodes = [node("a"), node("b"), node("c")]
+    pods = [bound("x", "a", gpu=7), bound("y", "b", gpu=2), bound("z", "c", gpu=2)]
+    p = _problem(nodes, pods, gang(group("w", 4, gpu=1, cpu=32_000), required=RACK_KEY))
+    rows = prune_bounds(p, candidates(p, deciding_level(p)))
+    assert int(rows[0][layout(p).start("stranded")]) == 6
+    best = place(Snapshot.build(nodes, pods), gang(group("w", 4, gpu=1, cpu=32_000), required=RACK_KEY))
+    assert isinstance(best, Placement)
+    assert best.objective.stranded_gpus == 8
+
+
 def test_greedy_reports_failure_when_a_minimum_cannot_fit() -> None:
     """Greedy returns None instead of a partial gang."""
     p = _problem([node("a")], [], gang(group("w", 2, gpu=8)))
