@@ -289,32 +289,45 @@ def _stranded_floor(problem: Problem, idx: IntArray, dom: CodeArray, count: int,
     covered = np.zeros(count, dtype=np.int64)
     for g, per_node in zip(whole, most, strict=True):
         needed = np.maximum(needed, -(-int(problem.internal_min[g]) // np.maximum(per_node, 1)))
-        covered = np.maximum(
-            covered, _least_free_cover(problem.maxpods[g].take(idx), free, dom, count, problem.internal_min[g])
-        )
+        slots, per_pod = problem.maxpods[g].take(idx), int(problem.req[g, problem.gpu])
+        # Only where something other than GPUs limits the group (a pod's worth of GPUs left over on some node) can
+        # the cover beat the count-times-least floor; elsewhere it is skipped (a sort of every usable node).
+        if per_pod > 0 and ((free - slots * per_pod >= per_pod) & (slots > 0)).any():
+            covered = np.maximum(covered, _least_free_cover(slots, free, dom, count, problem.internal_min[g]))
     used = int((problem.replicas * problem.req[:, problem.gpu]).sum())
     valid = (least >= 0) & (least < IMPOSSIBLE)
     result[valid] = np.maximum(np.maximum(needed[valid] * least[valid], covered[valid]) - used, 0)
     return result
 
 
+_RATIO_STEPS = 4
+_RATIO_CAP = 16
+"""`_least_free_cover` files nodes by free GPUs per slot rounded down to quarters, capped at 16: a lower bound on
+each node's true ratio, so the cover stays a lower bound, and a bincount instead of a sort of every usable node
+(4 ms at 50,000 nodes)."""
+
+
 def _least_free_cover(slots: IntArray, free: IntArray, dom: CodeArray, count: int, need: int) -> IntArray:
     """Per domain, a lower bound on the free GPUs of any set of its nodes with slots for `need` pods: the
     fractional cover taking nodes by fewest free GPUs per slot (a knapsack's LP relaxation), rounded up. Every
     node a plan touches counts its free GPUs in the stranded tier, so the touched nodes hold at least this many;
-    with CPU-bound pods (two per node whatever its GPUs) it is what the count-times-least floor misses."""
+    with CPU-bound pods (two per node whatever its GPUs) it is what the count-times-least floor misses. 0 where
+    the (domain x ratio) table would be too large."""
     result = np.zeros(count, dtype=np.int64)
     usable = slots > 0
-    if need <= 0 or not usable.any():
+    buckets = _RATIO_CAP * _RATIO_STEPS + 1
+    if need <= 0 or not usable.any() or count * buckets > _DENSE_PAIRS:
         return result
-    d, s, f = dom[usable], slots[usable], np.maximum(free[usable], 0)
-    order = np.lexsort((f / s, d))
-    d, s, f = d[order], s[order], f[order]
-    first = np.r_[True, d[1:] != d[:-1]]
-    cum = np.cumsum(s)
-    before = cum - s - (cum - s)[first][np.cumsum(first) - 1]  # slots of the domain's cheaper nodes
-    take = np.clip(need - before, 0, s)
-    cost = np.bincount(d, weights=f * take / s, minlength=count)
+    s = slots[usable]
+    huge = s > 1 << 20  # saturated capacities: filed at ratio 0 (still a lower bound), never multiplied
+    per_slot = np.where(huge, 1, s)
+    capped = np.minimum(np.maximum(free[usable], 0), _RATIO_CAP * per_slot)
+    ratio = np.where(huge, 0, np.minimum(capped * _RATIO_STEPS // per_slot, buckets - 1))
+    cell = dom[usable].astype(np.int64) * buckets + ratio
+    per = np.bincount(cell, weights=s, minlength=count * buckets).reshape(count, buckets)
+    before = np.cumsum(per, axis=1) - per  # slots of the domain's cheaper buckets
+    take = np.clip(need - before, 0, per)
+    cost = take @ (np.arange(buckets) / _RATIO_STEPS)
     result[:] = np.ceil(cost - 1e-9).astype(np.int64)
     return result
 
