@@ -12,7 +12,6 @@ and aiohttp internals) is left for the collector.
 from __future__ import annotations
 
 import gc
-import time
 
 import structlog
 
@@ -31,6 +30,5 @@ def freeze_heap() -> None:
     """Keep every object alive now out of later collections (`gc.freeze`). No collection first: on a scheduler
     with 5,000 nodes it took 0.12 s of the first second of scheduling (seconds with 500,000 pods), and what it
     would free is the little cyclic garbage of start-up, left in the permanent generation once."""
-    start = time.perf_counter()
     gc.freeze()
-    log.info("heap frozen", objects=gc.get_freeze_count(), seconds=round(time.perf_counter() - start, 3))
+    log.info("heap frozen", objects=gc.get_freeze_count())

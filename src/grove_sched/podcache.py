@@ -16,11 +16,34 @@ code that changes one copies it first. Whoever needs another field adds it here.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
 import orjson
 
-__all__ = ["CANONICAL_MAX", "CONTAINER_FIELDS", "SPEC_FIELDS", "STATUS_CONDITIONS", "slim_pod"]
+__all__ = ["CANONICAL_MAX", "CONTAINER_FIELDS", "SPEC_FIELDS", "STATUS_CONDITIONS", "Shared", "slim_pod"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Shared(Generic[K, V]):
+    """One instance per equal value, found by its key, while the memo has room: when full it starts again
+    (sharing is an economy, never a need). Shared values are read-only, like every cached object."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._values: dict[K, V] = {}
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        """The value remembered under `key`, else `make()`, remembered."""
+        found = self._values.get(key)
+        if found is None:
+            if len(self._values) >= self.limit:
+                self._values.clear()
+            found = self._values[key] = make()
+        return found
+
 
 SPEC_FIELDS = (
     "nodeName",
@@ -50,9 +73,9 @@ SHARED_SPEC_FIELDS = ("containers", "initContainers", "tolerations", "affinity",
 """Spec fields whose values replicas of one workload have in common (shared, see `_canonical`)."""
 
 CANONICAL_MAX = 65_536
-"""Distinct shared values remembered; when full the memo starts again (sharing is an economy, never a need)."""
+"""Distinct shared pod parts remembered (`Shared`)."""
 
-_CANONICAL: dict[bytes, Any] = {}
+_CANONICAL: Shared[bytes, Any] = Shared(CANONICAL_MAX)
 
 
 def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
@@ -101,12 +124,7 @@ def _canonical(value: Any) -> Any:
         key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # not plain JSON: keep it unshared
         return _shared(value)
-    found = _CANONICAL.get(key)
-    if found is None:
-        if len(_CANONICAL) >= CANONICAL_MAX:
-            _CANONICAL.clear()
-        found = _CANONICAL[key] = _shared(value)
-    return found
+    return _CANONICAL.get(key, lambda: _shared(value))
 
 
 def _shared(value: Any) -> Any:

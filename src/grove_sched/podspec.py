@@ -25,6 +25,7 @@ from grove_sched.model import (
     Toleration,
     WeightedPodAffinityTerm,
 )
+from grove_sched.podcache import Shared
 from grove_sched.quantity import bound_demand, node_capacity
 
 __all__ = [
@@ -105,21 +106,16 @@ def _str_map(raw: Mapping[str, Any] | None) -> Mapping[str, str]:
     return MappingProxyType({str(k): str(v) for k, v in (raw or {}).items()})
 
 
-_SHARED_MAPS: dict[tuple[tuple[str, Any], ...], Mapping[str, Any]] = {}
 SHARED_MAPS_MAX = 4096
 """Distinct read-only maps `_shared_map` keeps: bound pods repeat a few label sets and request vectors, and
 500,000 of them each holding its own copies cost about 250 MB."""
 
+_SHARED_MAPS: Shared[tuple[tuple[str, Any], ...], Mapping[str, Any]] = Shared(SHARED_MAPS_MAX)
+
 
 def _shared_map(items: Mapping[str, Any]) -> Mapping[str, Any]:
     """A read-only map equal to `items`, the same object for equal contents while the memo has room."""
-    key = tuple(items.items())
-    found = _SHARED_MAPS.get(key)
-    if found is None:
-        if len(_SHARED_MAPS) >= SHARED_MAPS_MAX:
-            _SHARED_MAPS.clear()
-        found = _SHARED_MAPS[key] = MappingProxyType(dict(items))
-    return found
+    return _SHARED_MAPS.get(tuple(items.items()), lambda: MappingProxyType(dict(items)))
 
 
 def pod_terms(pod: Obj) -> PodTerms:

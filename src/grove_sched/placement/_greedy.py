@@ -104,7 +104,7 @@ def _fill_opened_node(problem: Problem, nodes: IntArray, counts: IntArray) -> In
         return counts
     snap = problem.snapshot
     free_after = snap.free[nodes, gpu] - problem.req[:, gpu] @ counts
-    touched = counts.sum(axis=0) > 0
+    pods = counts.sum(axis=0)
     empty = snap.empty[nodes]
     best, best_key = counts, None
     for g in range(problem.num_groups):
@@ -113,7 +113,7 @@ def _fill_opened_node(problem: Problem, nodes: IntArray, counts: IntArray) -> In
             continue
         if any(g in scope.groups for scope in problem.preferred):
             continue
-        alone = touched & (counts.sum(axis=0) == counts[g])
+        alone = (pods > 0) & (pods == counts[g])  # nodes holding pods of g only
         tails = np.flatnonzero(alone & empty & (free_after > 0))
         if tails.size != 1:
             continue

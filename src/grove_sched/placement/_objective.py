@@ -38,8 +38,10 @@ baselines, which fill the fullest rack even if that opens a node.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from grove_sched.model import ObjectiveBreakdown
 from grove_sched.placement._problem import Problem
@@ -227,15 +229,24 @@ def _inner_room_floors(
     labelled &= sub < width
     need = int(problem.internal_min[list(groups)].sum())
     slots = problem.maxpods[list(groups)].take(idx[labelled], axis=1).sum(axis=0)
-    pair = dom[labelled].astype(np.int64) * width + sub[labelled]
-    per_pair = np.bincount(pair, weights=slots, minlength=count * width).reshape(count, width)
+    per_pair = _table(dom[labelled], sub[labelled], slots, count, width)
     charged = np.where(per_pair >= need, room[:width][None, :], IMPOSSIBLE).min(axis=1)
     result[charged < IMPOSSIBLE] = charged[charged < IMPOSSIBLE]
     return result
 
 
 _DENSE_PAIRS = 1 << 20
-"""Largest (confining domain x domain) table `_violation_floors` fills densely; above it, it sorts the pairs."""
+"""Largest (confining domain x column) table the floors fill densely (`_table`); above it `_violation_floors`
+sorts the pairs and the other floors give up (0, still a lower bound)."""
+
+
+def _table(
+    rows: npt.NDArray[np.integer[Any]], columns: npt.NDArray[np.integer[Any]], weights: IntArray, count: int, width: int
+) -> npt.NDArray[np.float64]:
+    """Sums of `weights` per (row, column) as a dense `count` x `width` table: a bincount, no sort."""
+    cells = rows.astype(np.int64) * width + columns
+    sums = np.bincount(cells, weights=weights, minlength=count * width)
+    return sums.reshape(count, width).astype(np.float64, copy=False)
 
 
 def _violation_floors(
@@ -259,12 +270,10 @@ def _violation_floors(
     weights = slots[usable]
     for level, dom in zip(chain_levels, chain, strict=True):
         width = int(dom.max(initial=0)) + 1
-        pair = confining * width + dom[usable]
-        if count * width <= _DENSE_PAIRS:  # a dense (confining domain x domain) table: no sort
-            per_pair = np.bincount(pair, weights=weights, minlength=count * width).reshape(count, width)
-            best = per_pair.max(axis=1).astype(np.int64)
+        if count * width <= _DENSE_PAIRS:
+            best = _table(confining, dom[usable], weights, count, width).max(axis=1).astype(np.int64)
         else:
-            keys, inverse = np.unique(pair, return_inverse=True)
+            keys, inverse = np.unique(confining * width + dom[usable], return_inverse=True)
             sums = np.bincount(inverse.reshape(-1), weights=weights).astype(np.int64)
             best = np.zeros(count, dtype=np.int64)
             np.maximum.at(best, keys // width, sums)
@@ -323,8 +332,7 @@ def _least_free_cover(slots: IntArray, free: IntArray, dom: CodeArray, count: in
     per_slot = np.where(huge, 1, s)
     capped = np.minimum(np.maximum(free[usable], 0), _RATIO_CAP * per_slot)
     ratio = np.where(huge, 0, np.minimum(capped * _RATIO_STEPS // per_slot, buckets - 1))
-    cell = dom[usable].astype(np.int64) * buckets + ratio
-    per = np.bincount(cell, weights=s, minlength=count * buckets).reshape(count, buckets)
+    per = _table(dom[usable], ratio, s, count, buckets)
     before = np.cumsum(per, axis=1) - per  # slots of the domain's cheaper buckets
     take = np.clip(need - before, 0, per)
     cost = take @ (np.arange(buckets) / _RATIO_STEPS)

@@ -63,7 +63,6 @@ class EndpointsController:
 
     def __init__(self, core: Core) -> None:
         self._core = core
-        self._services: dict[str, set[str]] = defaultdict(set)
         self._selectors: dict[ServiceKey, LabelSelector] = {}
         self._members: dict[ServiceKey, dict[str, dict[str, Any]]] = {}
         """Each selector Service's pods by name (the index a sync reads)."""
@@ -96,13 +95,13 @@ class EndpointsController:
                 self.queue.add(key)
 
     def _candidates(self, namespace: str, *label_sets: dict[str, Any]) -> set[str]:
-        """Selector Services of `namespace` filed under a label pair of any of `label_sets` (sorted: stable order)."""
+        """Selector Services of `namespace` filed under a label pair of any of `label_sets`."""
         index = self._by_pair[namespace]
         found: set[str] = set()
         for labels in label_sets:
             for pair in labels.items():
-                if isinstance(pair[1], str):
-                    found |= index.get(pair, set())
+                if isinstance(pair[1], str):  # a pair index key must hash
+                    found.update(index.get(pair, ()))
         return found
 
     def _file(self, namespace: str, name: str, selector: Any) -> None:
@@ -126,16 +125,9 @@ class EndpointsController:
 
     def _on_service(self, event: Event, namespace: str, name: str) -> None:
         key = (namespace, name)
-        names = self._services[namespace]
         selector = (event.obj.get("spec") or {}).get("selector") if event.type != "DELETED" else None
         old = ((event.old or {}).get("spec") or {}).get("selector")
         self._file(namespace, name, selector)
-        if event.type == "DELETED":
-            names.discard(name)
-            if not names:
-                del self._services[namespace]
-        else:
-            names.add(name)
         if not selector:
             self._selectors.pop(key, None)
             self._members.pop(key, None)
