@@ -265,7 +265,9 @@ def build(
     )
     pclq.watch(pclq_inf, enqueue_self(), PCLQ_PRIMARY)
     pclq.watch(pod_inf, enqueue_mapped(pods_to_podclique), POD_CHANGED, batch_period=batch)
-    pclq.watch(gang_inf, enqueue_mapped(podgang_to_podcliques))
+    # Only a PodGang's pod references (spec) decide which gates lift; its status writes (the operator's Initialized,
+    # the scheduler's phase and score) would each cost every member PodClique a reconcile that changes nothing.
+    pclq.watch(gang_inf, enqueue_mapped(podgang_to_podcliques), GENERATION_OR_DELETION)
 
     def waiting_on_base(obj: Obj) -> Iterable[ObjectKey]:
         meta = meta_of(obj)

@@ -9,6 +9,7 @@ on every reconcile. Children are removed by garbage collection: deletion only dr
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from grove_api import PodClique, PodCliqueScalingGroup, PodCliqueSet, PodCliqueSetStatus
@@ -32,7 +33,21 @@ from grove_operator.reconcile.writes import write_status
 from grove_operator.status.podcliqueset import compute_podcliqueset_status
 from grove_runtime.keys import ObjectKey
 
-__all__ = ["PodCliqueSetReconciler"]
+__all__ = ["FIRST_STATUS_GRACE", "PodCliqueSetReconciler"]
+
+FIRST_STATUS_GRACE = timedelta(seconds=30)
+"""How long a new PodCliqueSet's first status may wait for a reconcile that gets through every group."""
+
+
+def _first_status_waits(ctx: PcsContext, failure: ComponentError | None, *, completed: bool) -> bool:
+    """True when a young PodCliqueSet without a status stopped at a wait (its token Secret not filled yet): the
+    status would say only "1 replica, none available, generation not observed" and be replaced a moment later by
+    the complete one, a write every watcher decodes for nothing. A failure, a status already written, or a wait
+    longer than `FIRST_STATUS_GRACE` is published as before."""
+    if completed or failure is not None or ctx.raw.get("status"):
+        return False
+    created = ctx.owner.metadata.creation_timestamp
+    return created is not None and ctx.now - created < FIRST_STATUS_GRACE
 
 
 class PodCliqueSetReconciler(
@@ -62,8 +77,9 @@ class PodCliqueSetReconciler(
         self.refuse_invalid_podcliqueset(ctx.raw)
 
     def compute_status(self, ctx: PcsContext, failure: ComponentError | None, *, completed: bool) -> Obj | None:
-        """Recompute the status from the cached children (nothing while the cache lags our last rollout write)."""
-        if ctx.extra.get(UNSEEN):
+        """Recompute the status from the cached children (nothing while the cache lags our last rollout write, nor
+        while a new PodCliqueSet's first reconcile only waits: see `_first_status_waits`)."""
+        if ctx.extra.get(UNSEEN) or _first_status_waits(ctx, failure, completed=completed):
             return None
         pcs = ctx.owner
         decision: ReplicaDecision | None = ctx.extra.get(LIFECYCLE)

@@ -72,6 +72,14 @@ async def break_a_gang(
     PodClique named `rebuilt`... has a new uid: the PodClique uids (before, after)."""
     await create_pcs(kube, namespace, body)
     await wait_for(lambda: all_ready(kube, namespace, pods), "all pods Ready")
+
+    async def seen_available() -> bool:
+        # Gang termination leaves alone a PodClique the operator never saw available, so the break must come after
+        # the operator's status caught up with the Ready pods (it batches pod events).
+        found = await condition(kube, PODCLIQUES, pclq, namespace, "PodCliqueAvailable")
+        return found is not None and found["status"] == "True"
+
+    await wait_for(seen_available, f"{pclq} seen available")
     before = await uids(kube, namespace)
     await cordon(kube, True)
     await delete_one_pod(kube, namespace, pclq)

@@ -89,10 +89,17 @@ async def test_rolling_update_takes_one_pod_one_group_replica_one_replica_at_a_t
         pclq_progress = pclq["status"]["updateProgress"]
         assert pclq_progress["updateStartedAt"] <= pclq_progress["updateEndedAt"]
         assert pclq["status"]["updatedReplicas"] == pclq["spec"]["replicas"]
-    for pcsg in await items(kube, PODCLIQUESCALINGGROUPS, namespace):
+
+    async def groups_caught_up() -> list[Obj] | None:
+        # Each controller writes its own status: the PodCliqueSet's `updateEndedAt` comes from its PodCliques and
+        # does not wait for the scaling groups' own status writes (batched over their members' changes).
+        pcsgs = await items(kube, PODCLIQUESCALINGGROUPS, namespace)
+        done = all(g["status"].get("updatedReplicas") == 2 for g in pcsgs)
+        return pcsgs if pcsgs and done else None
+
+    for pcsg in await wait_for(groups_caught_up, "the scaling groups' status caught up"):
         assert pcsg["status"]["updateProgress"]["updateEndedAt"]
         assert pcsg["status"]["currentPodCliqueSetGenerationHash"] == status["currentGenerationHash"]
-        assert pcsg["status"]["updatedReplicas"] == 2
     table = kubectl("get", "pcs", "roll", "-n", namespace, "-o", "json").stdout
     assert json.loads(table)["status"]["updatedReplicas"] == 2
     columns = kubectl("get", "pcs", "roll", "-n", namespace, "--no-headers").stdout.split()
