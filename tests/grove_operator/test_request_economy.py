@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from grove_operator.desired.podclique import build_standalone_podclique
 from grove_operator.kinds import PODCLIQUES, PODCLIQUESETS
 from grove_operator.parsed import defaulted_podcliqueset
 from grove_operator.podclique.reconciler import STATUS_HOLD
+from grove_operator.podcliqueset.reconciler import FIRST_STATUS_GRACE
 from grove_operator.reconcile.failures import ComponentError
 from grove_operator.wiring import MANAGED_SELECTOR, build
 from grove_runtime import errors
@@ -179,3 +181,29 @@ async def test_refused_pod_creation_costs_one_request_and_records_the_error() ->
     [written] = client.status_writes()
     assert written["status"]["lastErrors"][0]["code"] == "ERR_SYNC_POD"
     assert "exceeded quota" in written["status"]["lastErrors"][0]["description"]
+
+
+async def test_a_new_podcliqueset_waiting_for_its_token_writes_no_status_until_the_wait_lasts() -> None:
+    """The first reconcile of a new PodCliqueSet creates its token Secret and waits for the token controller: it
+    writes no status (one the complete reconcile would replace a moment later). A PodCliqueSet still waiting
+    after `FIRST_STATUS_GRACE` gets its status written, so a token that never comes does not hide it."""
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    clock = FakeClock(wall=created)
+    client = RecordingClient()
+    pcs_raw = copy.deepcopy(PCS)
+    pcs_raw["metadata"]["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+    setup = set_up(client, clock, pcs_raw)
+    reconciler = setup.app.controllers["podcliqueset"].reconciler
+    key = ObjectKey(NS, "s")
+
+    def pcs_status_writes() -> list[Any]:
+        return [body for _, res, _, sub, body in client.writes if (res, sub) == ("podcliquesets", "status")]
+
+    first = await reconciler.reconcile(key)
+    assert first.requeue_after, "waits for the token"
+    assert any(res == "secrets" for _, res, *_ in client.writes)
+    assert pcs_status_writes() == []
+    clock.advance(FIRST_STATUS_GRACE.total_seconds() + 1)
+    await reconciler.reconcile(key)
+    [written] = pcs_status_writes()
+    assert "observedGeneration" not in written["status"], "not observed: the reconcile did not get through"
