@@ -323,7 +323,7 @@ def markdown(results: Sequence[WorkloadResult], suite: str, command: str, held_o
         "calls. "
         '`cpsat-exact` takes CP-SAT\'s plan whenever it is cheaper under the whole objective (`refine="all"`). '
         "`grove CP-SAT + look-ahead` (`cpsat-ahead`, the disaggregated sequences up to 1,000 nodes) is the full "
-        "path with the queue look-ahead (`grove_sched.placement.place_ahead`, the next 16 gangs rolled out with "
+        "path with the queue look-ahead (`grove_sched.placement.place_ahead`, the next 40 gangs rolled out with "
         "greedy behind each of the gang's candidate plans); its answer-used cell adds the gangs placed on another "
         "plan than the full path's own answer. "
         "Multi-seed workloads repeat background load and gang sequence per seed; per-seed numbers are in "
