@@ -12,7 +12,8 @@ from benchmarks.harness.runner import Summary, WorkloadResult
 OURS = "cpsat"
 GREEDY = "grove-greedy"
 BASELINES: tuple[str, ...] = ("first-fit", "best-fit", "kai-greedy")
-LABELS = {GREEDY: "grove greedy", OURS: "grove CP-SAT"}
+AHEAD = "cpsat-ahead"
+LABELS = {GREEDY: "grove greedy", OURS: "grove CP-SAT", AHEAD: "grove CP-SAT + look-ahead"}
 """How tables name our two paths: the greedy pass alone, and the full path (greedy, then CP-SAT)."""
 
 
@@ -62,11 +63,11 @@ def _leads(summaries: Sequence[Summary]) -> str:
     return f"{vs_greedy} | {_signed(ours.gpus_placed - best) if best is not None else '-'}"
 
 
-def verdict(result: WorkloadResult) -> str | None:
+def verdict(result: WorkloadResult, strategy: str = OURS) -> str | None:
     """'grove CP-SAT vs every greedy on <workload>: ahead of X, Y, behind Z on the mean; ahead of the best greedy
-    on k of n seeds', or None without CP-SAT and per-seed results."""
+    on k of n seeds', or None without that strategy (CP-SAT by default) and per-seed results."""
     by_name = {s.strategy: s for s in result.summaries}
-    ours = by_name.get(OURS)
+    ours = by_name.get(strategy)
     rivals = _rivals(result.summaries)
     if ours is None or not rivals or not result.per_seed:
         return None
@@ -77,11 +78,12 @@ def verdict(result: WorkloadResult) -> str | None:
         parts.append(f"{word} {label(rival.strategy)} ({_signed(round(diff, 1))})")
     wins = 0
     for summaries in result.per_seed.values():
-        mine = next(s for s in summaries if s.strategy == OURS)
+        mine = next(s for s in summaries if s.strategy == strategy)
         wins += mine.gpus_placed > max(s.gpus_placed for s in _rivals(summaries))
     seeds = len(result.per_seed)
     every = all(ours.gpus_placed > r.gpus_placed for r in rivals)
     return (
-        f"grove CP-SAT on {result.workload.name}, mean of {seeds} seeds: {', '.join(parts)}; ahead of every greedy "
-        f"on the mean: {'yes' if every else 'NO'}; strictly ahead of the best greedy on {wins} of {seeds} seeds."
+        f"{label(strategy)} on {result.workload.name}, mean of {seeds} seeds: {', '.join(parts)}; "
+        f"ahead of every greedy on the mean: {'yes' if every else 'NO'}; "
+        f"strictly ahead of the best greedy on {wins} of {seeds} seeds."
     )

@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from benchmarks.harness import per_seed
-from benchmarks.harness.per_seed import BASELINES, GREEDY, OURS, label
+from benchmarks.harness.per_seed import AHEAD, BASELINES, GREEDY, OURS, label
 from benchmarks.harness.runner import Summary, WorkloadResult
 
 EXACT = "cpsat-exact"
@@ -73,11 +73,13 @@ def _p99(s: Summary) -> str:
 
 
 def _solver(s: Summary) -> str:
-    """'CP-SAT answers / greedy answers, solves, limit hits', totals over the seeds, for our strategies only."""
-    if s.strategy not in (OURS, EXACT, GREEDY):
+    """'CP-SAT answers / greedy answers (/ look-ahead's other plans), solves, limit hits', totals over the seeds,
+    for our strategies only."""
+    if s.strategy not in (OURS, EXACT, GREEDY, AHEAD):
         return "- | -"
     k = s.seeds
-    return f"{_n(s.cpsat_used * k)} / {_n(s.greedy_used * k)} | {_n(s.solves * k)} / {_n(s.limit_hits * k)}"
+    ahead = f" / {_n(s.lookahead_used * k)} look-ahead" if s.strategy == AHEAD else ""
+    return f"{_n(s.cpsat_used * k)} / {_n(s.greedy_used * k)}{ahead} | {_n(s.solves * k)} / {_n(s.limit_hits * k)}"
 
 
 def table(results: Sequence[WorkloadResult]) -> str:
@@ -142,7 +144,7 @@ def findings(results: Sequence[WorkloadResult]) -> list[str]:
         if OURS not in by_name or best is None:
             continue
         name = result.workload.name
-        for ours in (by_name[n] for n in (OURS, EXACT) if n in by_name):
+        for ours in (by_name[n] for n in (OURS, EXACT, AHEAD) if n in by_name):
             # GPU workloads compare GPUs placed; CPU-only ones (the 1,000-pod TAS gangs) compare pods placed
             unit = "GPUs" if best.gpus_placed or ours.gpus_placed else "pods"
             mine, theirs = _placed(ours, unit), _placed(best, unit)
@@ -166,9 +168,10 @@ def findings(results: Sequence[WorkloadResult]) -> list[str]:
         if GREEDY in by_name and not result.per_seed:
             diff = _placed(ours, "GPUs") - _placed(by_name[GREEDY], "GPUs")
             out.append(f"grove CP-SAT vs grove greedy on {name}: {_signed(diff)} GPUs.")
-        every = per_seed.verdict(result)
-        if every is not None:
-            out.append(every)
+        for strategy in (OURS, AHEAD):
+            every = per_seed.verdict(result, strategy)
+            if every is not None:
+                out.append(every)
         if len(result.workload.cluster.nodes) >= SPEED_TARGET_NODES and ours.waves is None:
             verdict = "meets" if ours.median_ms <= MEDIAN_TARGET_MS and ours.p99_ms <= P99_TARGET_MS else "MISSES"
             out.append(
@@ -319,6 +322,10 @@ def markdown(results: Sequence[WorkloadResult], suite: str, command: str, held_o
         f"nearest-rank p99 over every call of every seed (n), or the maximum where there are fewer than {P99_SAMPLES} "
         "calls. "
         '`cpsat-exact` takes CP-SAT\'s plan whenever it is cheaper under the whole objective (`refine="all"`). '
+        "`grove CP-SAT + look-ahead` (`cpsat-ahead`, the disaggregated sequences up to 1,000 nodes) is the full "
+        "path with the queue look-ahead (`grove_sched.placement.place_ahead`, the next 40 gangs rolled out with "
+        "greedy behind each of the gang's candidate plans); its answer-used cell adds the gangs placed on another "
+        "plan than the full path's own answer. "
         "Multi-seed workloads repeat background load and gang sequence per seed; per-seed numbers are in "
         "results.json. Time per gang is the wall time of one placement "
         "call, failed attempts included. Gangs arrive one at a time and are not retried (no departures), except "

@@ -7,12 +7,12 @@ and `place` are measured on exactly the same footing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from grove_sched.model import GangRequest, Placement, PlacementOptions
-from grove_sched.placement import Snapshot, place
+from grove_sched.placement import Snapshot, place, place_ahead
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +45,20 @@ class Strategy(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class GroveStrategy:
-    """grove-scheduler's pure placement function (`use_cpsat=False` gives its greedy stages alone)."""
+    """grove-scheduler's pure placement function (`use_cpsat=False` gives its greedy stages alone; `lookahead` > 0
+    looks that many queued gangs ahead, `place_ahead`, when the runner passes the queue)."""
 
     name: str = "cpsat"
     options: PlacementOptions = field(default_factory=PlacementOptions)
+    lookahead: int = 0
 
-    def __call__(self, snapshot: Snapshot, gang: GangRequest) -> Decision | None:
-        """Call `place`; an `Unschedulable` answer becomes an unplaced decision carrying the solver's status."""
-        result = place(snapshot, gang, self.options)
+    def __call__(self, snapshot: Snapshot, gang: GangRequest, queue: Sequence[GangRequest] = ()) -> Decision | None:
+        """Call `place` (or `place_ahead` over `queue`); an `Unschedulable` answer becomes an unplaced decision
+        carrying the solver's status."""
+        if self.lookahead > 0 and queue:
+            result = place_ahead(snapshot, gang, queue, self.lookahead, self.options)
+        else:
+            result = place(snapshot, gang, self.options)
         if isinstance(result, Placement):
             return Decision(result.assignments, result.score, result.stats.path, result.stats.status)
         if result.stats is None:

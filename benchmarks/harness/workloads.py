@@ -71,6 +71,8 @@ class Workload:
     seeds: tuple[int, ...] = ()
     variant: Callable[[int], Workload] | None = field(default=None, compare=False, repr=False)
     compare_exact: bool = False
+    compare_lookahead: bool = False
+    """Also run `cpsat-ahead` (the queue look-ahead): slow, so only where the sequence is short enough."""
     held_out: bool = False
     """Its seeds were drawn for this run from a recorded master seed, not the tuning seeds: reported apart."""
 

@@ -150,6 +150,7 @@ def build(
         options=config.placement,
         clock=clock,
         inline_solve_limit=config.inline_solve_limit,
+        lookahead_gangs=config.lookahead_gangs,
         post_filter=post_filter,
         pod_status=pod_status,
         gate=gate,

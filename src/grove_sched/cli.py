@@ -56,6 +56,13 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         help="solve on the event loop while solves take at most this many CPU seconds (0: always in a worker thread)",
     )
     parser.add_argument(
+        "--lookahead-gangs",
+        type=int,
+        default=defaults.lookahead_gangs,
+        help="choose among a gang's good placements the one that leaves the most room for this many gangs queued "
+        "behind it (0: off; each placement then costs greedy rollouts of the queue)",
+    )
+    parser.add_argument(
         "--default-topology-levels",
         default=",".join(defaults.placement.default_levels),
         help="node label keys, broadest first, of the topology hierarchy used for gangs whose PodGang names no "
@@ -108,6 +115,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
     args = parser.parse_args(argv)
     if args.queue_status_interval <= 0:
         parser.error("--queue-status-interval: must be > 0 seconds")
+    if args.lookahead_gangs < 0:
+        parser.error("--lookahead-gangs: must be >= 0")
     if args.status_settle < 0:
         parser.error("--status-settle: must be >= 0 seconds")
     names = tuple(dict.fromkeys(name.strip() for name in args.scheduler_name or [defaults.scheduler_name]))
@@ -132,6 +141,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SchedulerConfig:
         lease=cmdline.lease_settings(parser, args),
         bind_concurrency=args.bind_concurrency,
         inline_solve_limit=args.inline_solve_limit,
+        lookahead_gangs=args.lookahead_gangs,
         status_settle=args.status_settle,
         preemption=args.preemption,
         preemption_eviction=args.preemption_eviction,

@@ -44,6 +44,9 @@ class SchedulerConfig:
     """Seconds a PodGang status that is still moving (scheduled, not yet Running) waits before it is written, so
     that one write carries the gang's outcome (`grove_sched.podgang_status`)."""
     inline_solve_limit: float = 0.02
+    lookahead_gangs: int = 0
+    """Queued gangs each placement looks ahead over (`grove_sched.placement.place_ahead`; 0: off). Placement then
+    costs up to four greedy rollouts of that many gangs, well above the single-gang latency bound."""
     log_level: str = "INFO"
     placement: PlacementOptions = field(default_factory=PlacementOptions)
     preemption: bool = True

@@ -119,6 +119,21 @@ class SchedulingQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def peek(self, count: int) -> list[K]:
+        """The next `count` active gangs in the order `pop` would hand them out; none of them moves (what a
+        look-ahead over the queue reads, O(active gangs))."""
+        if count <= 0:
+            return []
+        if self._rank is not None and self._rooms[Room.ACTIVE] and self._ranked():
+            rank, entries = self._rank, self._entries
+            return heapq.nsmallest(
+                count,
+                self._rooms[Room.ACTIVE],
+                key=lambda k: (rank(k), -entries[k].priority, entries[k].since, repr(k)),
+            )
+        live = (item for item in self._active if self._live(item[4], item[3]))
+        return [item[4] for item in heapq.nsmallest(count, live)]
+
     # --- input --------------------------------------------------------------------------------------------------
 
     def add(self, key: K, priority: int = 0, since: float | None = None) -> None:

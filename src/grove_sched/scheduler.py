@@ -97,6 +97,7 @@ class Scheduler:
         options: PlacementOptions | None = None,
         clock: Clock | None = None,
         inline_solve_limit: float = 0.02,
+        lookahead_gangs: int = 0,
         post_filter: PostFilter | None = None,
         pod_status: PodStatusWriter | None = None,
         gate: QueueGate | None = None,
@@ -111,7 +112,7 @@ class Scheduler:
         self.queue: SchedulingQueue[GangKey] = queue if queue is not None else SchedulingQueue(clock=self.clock)
         self.book = book or StatusBook()
         self.metrics = metrics or SchedulerMetrics()
-        self.solver = Solver(options, inline_solve_limit)
+        self.solver = Solver(options, inline_solve_limit, lookahead_gangs)
         self.post_filter: PostFilter = post_filter or NoPostFilter()
         self.pod_status = pod_status
         self.gate = gate
@@ -243,7 +244,11 @@ class Scheduler:
             self._failed(key, podgang, list(assembly.pods.values()), refused, REASON_UNSCHEDULABLE)
             return
         start = self.clock.monotonic()
-        result = await self._solve(snapshot, assembly.request, hints, reserved_nodes)
+        self.solver.queue = self._queued_behind()
+        try:
+            result = await self._solve(snapshot, assembly.request, hints, reserved_nodes)
+        finally:
+            self.solver.queue = ()
         self.metrics.solve_time.observe(self.clock.monotonic() - start)
         if isinstance(result, Placement) and result.assignments:
             self.timeouts.forget(key)
@@ -262,6 +267,17 @@ class Scheduler:
         self._count(key, _ATTEMPT.get(status.code, status.code.value.lower()), podgang, assembly.pods)
         reason = REASON_GANG_TIMEOUT if self.timeouts.timed_out(key) else REASON_UNSCHEDULABLE
         self._failed(key, podgang, list(assembly.pods.values()), status, reason)
+
+    def _queued_behind(self) -> list[GangRequest]:
+        """The ready gangs next in the queue, as placement requests, when placement looks ahead (else none)."""
+        requests: list[GangRequest] = []
+        for key in self.queue.peek(self.solver.lookahead):
+            if self.reservations is not None and is_reservation_key(key):
+                continue
+            assembly, _ = self.source.assemble(key)
+            if isinstance(assembly, ReadyGang):
+                requests.append(assembly.request)
+        return requests
 
     async def _solve(
         self, snapshot: Snapshot, request: GangRequest, hints: GangHints, reserved: Sequence[str] = ()

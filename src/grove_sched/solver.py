@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 import structlog
 
 from grove_sched.model import GangRequest, PlacementOptions, PlacementResult
-from grove_sched.placement import Snapshot, place
+from grove_sched.placement import Snapshot, place, place_ahead
 
 __all__ = ["Solver"]
 
@@ -27,26 +28,40 @@ log = structlog.get_logger("grove_sched.solver")
 
 
 class Solver:
-    """Runs `place` on the loop thread while solves are short, else in a worker thread (module docstring)."""
+    """Runs `place` on the loop thread while solves are short, else in a worker thread (module docstring).
 
-    def __init__(self, options: PlacementOptions | None = None, inline_limit: float = 0.02) -> None:
+    With `lookahead` > 0 the scheduler sets `queue` (the gangs queued behind the one being placed) for the cycle,
+    and `place_ahead` looks that many of them ahead (`grove_sched.placement._lookahead`)."""
+
+    def __init__(self, options: PlacementOptions | None = None, inline_limit: float = 0.02, lookahead: int = 0) -> None:
         self.options = options or PlacementOptions()
+        self.lookahead = lookahead
+        self.queue: Sequence[GangRequest] = ()
         self._inline_limit = inline_limit
         self._last_cpu = 0.0
 
     async def solve(self, snapshot: Snapshot, request: GangRequest) -> PlacementResult:
-        """`place(snapshot, request)`, inline or in a worker thread."""
+        """`place(snapshot, request)` (or `place_ahead` over `queue`), inline or in a worker thread."""
+        queue = self.queue if self.lookahead > 0 else ()
         if self._inline_limit > 0 and self._last_cpu <= self._inline_limit:
-            result, self._last_cpu = _timed_place(snapshot, request, self.options)
+            result, self._last_cpu = _timed_place(snapshot, request, self.options, queue, self.lookahead)
             if self._last_cpu > self._inline_limit:
                 log.debug("long solve on the loop, the next one runs in a worker thread", gang=request.name)
             return result
-        result, self._last_cpu = await asyncio.to_thread(_timed_place, snapshot, request, self.options)
+        result, self._last_cpu = await asyncio.to_thread(
+            _timed_place, snapshot, request, self.options, queue, self.lookahead
+        )
         return result
 
 
-def _timed_place(snapshot: Snapshot, request: GangRequest, options: PlacementOptions) -> tuple[PlacementResult, float]:
-    """`place` and the CPU seconds it took on the calling thread."""
+def _timed_place(
+    snapshot: Snapshot,
+    request: GangRequest,
+    options: PlacementOptions,
+    queue: Sequence[GangRequest] = (),
+    window: int = 0,
+) -> tuple[PlacementResult, float]:
+    """`place` (`place_ahead` when there is a queue) and the CPU seconds it took on the calling thread."""
     start = time.thread_time()
-    result = place(snapshot, request, options)
+    result = place_ahead(snapshot, request, queue, window, options) if queue else place(snapshot, request, options)
     return result, time.thread_time() - start

@@ -48,9 +48,21 @@ from grove_sched.placement._selectors import SelectorError
 from grove_sched.placement._snapshot import BoolArray, IntArray, Snapshot
 from grove_sched.placement._units import UnitSet, class_units, node_units
 
+ALTERNATIVES = 3
+"""Other placements `place` hands a look-ahead: greedy's plans in the next best candidate domains."""
 
-def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | None = None) -> Placement | Unschedulable:
-    """Place the minimum of every group (plus as many extras as fit) or explain why that is impossible."""
+
+def place(
+    snapshot: Snapshot,
+    gang: GangRequest,
+    options: PlacementOptions | None = None,
+    alternatives: list[Placement] | None = None,
+) -> Placement | Unschedulable:
+    """Place the minimum of every group (plus as many extras as fit) or explain why that is impossible.
+
+    A list passed as `alternatives` receives the other good placements found on the way, best first (greedy's
+    plans in up to `ALTERNATIVES` other candidate domains, and greedy's plan when CP-SAT's is the answer): what
+    a look-ahead over the queue chooses among (`_lookahead`)."""
     opts = options or PlacementOptions()
     try:
         problem = build_problem(snapshot, gang, opts)
@@ -69,9 +81,10 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
         return Unschedulable(Status(code, blocked))
     level = deciding_level(problem)
     structural, top_k = _refinement(problem, level, opts)
+    wanted = top_k if alternatives is None else max(top_k, ALTERNATIVES + 1)
     cands = candidates(problem, level)
     bounds = prune_bounds(problem, cands)
-    plans = greedy_plans(problem, cands, top_k, opts.max_greedy_domains, bounds)
+    plans = greedy_plans(problem, cands, wanted, opts.max_greedy_domains, bounds)
     while not plans and not level.hard:  # a preferred level falls back to broader domains, then the cluster
         broader = broader_level(problem, level)
         if broader is None:
@@ -79,9 +92,9 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
         level = broader
         cands = candidates(problem, level)
         bounds = prune_bounds(problem, cands)
-        plans = greedy_plans(problem, cands, top_k, opts.max_greedy_domains, bounds)
+        plans = greedy_plans(problem, cands, wanted, opts.max_greedy_domains, bounds)
     if not plans and cands.ids:  # greedy's second pass, see `MAX_SUBDOMAIN_TRIES`
-        plans = greedy_plans(problem, cands, top_k, opts.max_greedy_domains, bounds, MAX_SUBDOMAIN_TRIES)
+        plans = greedy_plans(problem, cands, wanted, opts.max_greedy_domains, bounds, MAX_SUBDOMAIN_TRIES)
     if not cands.ids:
         return Unschedulable(Status(Code.UNSCHEDULABLE, cands.reasons))
     modelled = _modelled(plans, cands, top_k)
@@ -153,14 +166,26 @@ def place(snapshot: Snapshot, gang: GangRequest, options: PlacementOptions | Non
             better = _structure(cp, lay) < _structure(greedy_cost, lay) and cp[room] <= greedy_cost[room]
         if better:
             proven = solved and (complete or rest >= cp)
+            if alternatives is not None:
+                alternatives += _others(problem, plans, None, stats("greedy"), floors_)
             return _placement(problem, result.counts, stats("cpsat"), proven, floors_)
         # CP-SAT's proof covers greedy's plan only if greedy's plan is no costlier than the proven optimum
         solved = solved and greedy_cost is not None and greedy_cost <= cp
     if best is not None and greedy_cost is not None:
         proven = at_bound or zero or (solved and (complete or rest >= greedy_cost))
+        if alternatives is not None:
+            alternatives += _others(problem, plans, plans[0], stats("greedy"), floors_)
         return _placement(problem, best, stats("greedy"), proven, floors_)
     reasons = _failure_reasons(problem, level, cands, result, opts)
     return Unschedulable(Status(Code.UNSCHEDULABLE, reasons), stats("none"))
+
+
+def _others(
+    problem: Problem, plans: list[Plan], answer: Plan | None, stats: SolverStats, floors_: Key
+) -> list[Placement]:
+    """Greedy's plans other than the `answer`, best first, at most `ALTERNATIVES` (none is claimed optimal)."""
+    rest = [plan for plan in plans if plan is not answer][:ALTERNATIVES]
+    return [_placement(problem, plan.counts(problem), stats, False, floors_) for plan in rest]
 
 
 def _refinement(problem: Problem, level: Level, opts: PlacementOptions) -> tuple[bool, int]:

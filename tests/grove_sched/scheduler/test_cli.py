@@ -113,3 +113,11 @@ def test_scheduler_name_repeats() -> None:
     assert parse_args([]).scheduler_names == ("grove-scheduler",)
     with pytest.raises(SystemExit):
         parse_args(["--scheduler-name", " "])
+
+
+def test_lookahead_gangs_flag() -> None:
+    """The queue look-ahead is off by default; a window of N gangs turns it on; a negative window is refused."""
+    assert parse_args([]).lookahead_gangs == 0
+    assert parse_args(["--lookahead-gangs", "16"]).lookahead_gangs == 16
+    with pytest.raises(SystemExit):
+        parse_args(["--lookahead-gangs", "-1"])

@@ -266,3 +266,18 @@ def test_room_counts_and_flush_follow_every_transition(steps: list[tuple[str, st
         assert q.counts()[Room.UNSCHEDULABLE] == 0
 
     asyncio.run(scenario())
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    gangs=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), min_size=1, max_size=12), count=st.integers(0, 14)
+)
+async def test_peek_shows_the_pop_order_and_moves_nothing(gangs: list[tuple[int, int]], count: int) -> None:
+    """Property: `peek(n)` is the first n keys `pop` hands out, and peeking leaves every gang where it was."""
+    q = make()
+    for k, (priority, since) in enumerate(gangs):
+        q.add(f"g{k}", priority=priority, since=float(since))
+    seen = q.peek(count)
+    assert q.counts()[Room.ACTIVE] == len(gangs)
+    popped = [await q.pop() for _ in gangs]
+    assert seen == popped[:count]

@@ -49,3 +49,30 @@ async def test_limit_zero_always_uses_a_worker_thread(monkeypatch: pytest.Monkey
     await solver.solve(None, REQUEST)  # type: ignore[arg-type]
     await solver.solve(None, REQUEST)  # type: ignore[arg-type]
     assert fake.threads == ["worker", "worker"]
+
+
+async def test_a_solver_that_looks_ahead_hands_place_ahead_the_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `lookahead` > 0 and a queue set for the cycle, the solve is `place_ahead` over that queue and window;
+    without a window, or with no queue, it stays `place`."""
+    calls: list[tuple[str, Any]] = []
+    unplaced = Unschedulable(Status(Code.UNSCHEDULABLE, ("fake",)))
+
+    def fake_place(snapshot: Any, request: GangRequest, options: Any) -> Unschedulable:
+        calls.append(("place", None))
+        return unplaced
+
+    def fake_ahead(snapshot: Any, request: GangRequest, queue: Any, window: int, options: Any) -> Unschedulable:
+        calls.append(("ahead", (tuple(q.name for q in queue), window)))
+        return unplaced
+
+    monkeypatch.setattr(solver_module, "place", fake_place)
+    monkeypatch.setattr(solver_module, "place_ahead", fake_ahead)
+    behind = (GangRequest("h", "default", ()),)
+    ahead = Solver(lookahead=8)
+    await ahead.solve(None, REQUEST)  # type: ignore[arg-type]
+    ahead.queue = behind
+    await ahead.solve(None, REQUEST)  # type: ignore[arg-type]
+    off = Solver()
+    off.queue = behind
+    await off.solve(None, REQUEST)  # type: ignore[arg-type]
+    assert calls == [("place", None), ("ahead", (("h",), 8)), ("place", None)]
