@@ -36,8 +36,8 @@ from benchmarks.harness.metrics import (
 from benchmarks.harness.strategies import Decision, GroveStrategy, Strategy
 from benchmarks.harness.validate import violations
 from benchmarks.harness.workloads import Workload, gang_gpus
-from grove_sched.model import GPU, BoundPod, GangRequest, PlacementOptions
-from grove_sched.placement import LOOKAHEAD_PATH, Snapshot
+from grove_sched.model import GPU, LOOKAHEAD_PATH, BoundPod, GangRequest, PlacementOptions
+from grove_sched.placement import Snapshot
 
 
 class InvalidDecision(RuntimeError):

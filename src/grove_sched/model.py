@@ -18,6 +18,8 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 GPU = "nvidia.com/gpu"
+LOOKAHEAD_PATH = "lookahead"
+"""`SolverStats.path` of a placement the queue look-ahead chose over `place`'s answer (`place_ahead`)."""
 BASE_RESOURCES: tuple[str, ...] = (CPU, MEMORY, PODS, GPU)
 HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"

@@ -18,7 +18,7 @@ from grove_sched.placement._fragment import Profile, may_fragment, profile, shap
 from grove_sched.placement._greedy import greedy
 from grove_sched.placement._levels import Hierarchy, build_hierarchy
 from grove_sched.placement._lexsolve import Solved, solve_lexicographically, stages
-from grove_sched.placement._lookahead import LOOKAHEAD_PATH, place_ahead
+from grove_sched.placement._lookahead import place_ahead
 from grove_sched.placement._objective import Layout, bound_rows, evaluate, layout
 from grove_sched.placement._place import assumed_pods, greedy_plans, place, prune_bounds
 from grove_sched.placement._problem import InvalidGang, Problem, build_problem
@@ -34,7 +34,6 @@ from grove_sched.placement._snapshot import BoolArray, CodeArray, IntArray, Labe
 from grove_sched.placement._units import UnitSet, class_units, enumerate_patterns, node_units
 
 __all__ = [
-    "LOOKAHEAD_PATH",
     "BoolArray",
     "Candidates",
     "CodeArray",

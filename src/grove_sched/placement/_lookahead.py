@@ -20,14 +20,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from grove_sched.model import GPU, GangRequest, Placement, PlacementOptions, Unschedulable
+from grove_sched.model import GPU, LOOKAHEAD_PATH, GangRequest, Placement, PlacementOptions, Unschedulable
 from grove_sched.placement._place import assumed_pods, place
 from grove_sched.placement._snapshot import Snapshot
 
-__all__ = ["LOOKAHEAD_PATH", "place_ahead"]
-
-LOOKAHEAD_PATH = "lookahead"
-"""`SolverStats.path` of a placement the look-ahead chose over `place`'s answer."""
+__all__ = ["place_ahead"]
 
 
 def _gpus(gang: GangRequest, placed: Placement | None = None) -> int:

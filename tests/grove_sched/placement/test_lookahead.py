@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from placement_kit import bound, counts_of, gang, group, node, violations
 
-from grove_sched.model import RACK_KEY, GangRequest, Placement, PlacementOptions
-from grove_sched.placement import LOOKAHEAD_PATH, Snapshot, assumed_pods, place, place_ahead
+from grove_sched.model import LOOKAHEAD_PATH, RACK_KEY, GangRequest, Placement, PlacementOptions
+from grove_sched.placement import Snapshot, assumed_pods, place, place_ahead
 
 OPTS = PlacementOptions()
 
