@@ -10,9 +10,10 @@ plans in the next best candidate domains, and greedy's plan when CP-SAT's is the
 after which the most GPUs of the queue fit; ties keep `place`'s answer. The chosen placement is one of `place`'s
 own plans, so every hard constraint holds as before; only the choice among them changes.
 
-Cost: one rollout (`window` greedy placements) per gang while the queue fits, up to `ALTERNATIVES` more when it
-does not. That is well above the single-gang latency bound, so it is off by default (`PlacementOptions` has no
-say in it: callers pass the queue and a window, the scheduler from `--lookahead-gangs`).
+Cost: nothing while the cluster is far from full for the queue (`ROOMY`), then one rollout (`window` greedy
+placements) per gang while the queue fits, up to `ALTERNATIVES` more when it does not. That is well above the
+single-gang latency bound, so it is off by default (`PlacementOptions` has no say in it: callers pass the queue
+and a window, the scheduler from `--lookahead-gangs`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,21 @@ def _rollout(snapshot: Snapshot, queue: Sequence[GangRequest], options: Placemen
     return placed
 
 
+ROOMY = 2.0
+"""No rollout while the cluster's free GPUs, once the gang is placed, are at least this many times what the queued
+gangs ask for: far from full, the queue fits behind any of the plans (the rollout would only confirm it), and this
+skips the look-ahead's whole cost for the first part of a sequence that fills a cluster."""
+
+
+def _roomy(snapshot: Snapshot, gang_gpus: int, queued_gpus: int) -> bool:
+    """True when the cluster is far from full for the queue (`ROOMY`)."""
+    column = snapshot.resource_index(GPU)
+    if column is None:
+        return True
+    free = int(snapshot.free[~snapshot.unschedulable, column].sum())
+    return free - gang_gpus >= ROOMY * queued_gpus
+
+
 def place_ahead(
     snapshot: Snapshot,
     gang: GangRequest,
@@ -65,8 +81,10 @@ def place_ahead(
     answer = place(snapshot, gang, options, alternatives=others)
     if not isinstance(answer, Placement) or not others:
         return answer
-    greedy_only = dataclasses.replace(options or PlacementOptions(), use_cpsat=False)
     wanted = sum(_gpus(g) for g in ahead)
+    if _roomy(snapshot, _gpus(gang), wanted):
+        return answer
+    greedy_only = dataclasses.replace(options or PlacementOptions(), use_cpsat=False)
     best, best_room = answer, _rollout(snapshot.with_assumed(assumed_pods(gang, answer)), ahead, greedy_only)
     for other in others:
         if best_room >= wanted:
