@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from grove_sched.model import GangRequest, Placement, PlacementOptions
-from grove_sched.placement import Snapshot, place, place_ahead
+from grove_sched.placement import Snapshot, place_ahead
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +55,7 @@ class GroveStrategy:
     def __call__(self, snapshot: Snapshot, gang: GangRequest, queue: Sequence[GangRequest] = ()) -> Decision | None:
         """Call `place` (or `place_ahead` over `queue`); an `Unschedulable` answer becomes an unplaced decision
         carrying the solver's status."""
-        if self.lookahead > 0 and queue:
-            result = place_ahead(snapshot, gang, queue, self.lookahead, self.options)
-        else:
-            result = place(snapshot, gang, self.options)
+        result = place_ahead(snapshot, gang, queue, self.lookahead, self.options)  # no window or queue: `place`
         if isinstance(result, Placement):
             return Decision(result.assignments, result.score, result.stats.path, result.stats.status)
         if result.stats is None:
